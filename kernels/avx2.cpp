@@ -1,0 +1,133 @@
+// AVX2 kernels. Built with -mavx2 -mfma (kernels/meson.build) and nothing else may be: every symbol is in
+// arshim::kernels::avx2 with internal linkage, and only fill() is visible.
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/isa_impl.h"
+
+#if !defined(__AVX2__)
+#error "avx2.cpp must be compiled with -mavx2"
+#endif
+
+namespace arshim::kernels::avx2 {
+namespace {
+
+#include "kernels/semantics.inc"
+#include "kernels/drivers.inc"
+
+using V = __m256i;
+constexpr size_t kVecBytes = 32;
+
+V load(const char* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+void store(char* p, V v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
+
+template <class T> constexpr bool kFloat = static_cast<T>(0.5) != static_cast<T>(0);
+template <class T> constexpr bool kSigned = static_cast<T>(-1) < static_cast<T>(0);
+
+template <size_t Bytes> V is_zero(V v) {  // all-ones lanes where v == 0
+    const V zero = _mm256_setzero_si256();
+    if constexpr (Bytes == 1) return _mm256_cmpeq_epi8(v, zero);
+    if constexpr (Bytes == 2) return _mm256_cmpeq_epi16(v, zero);
+    if constexpr (Bytes == 4) return _mm256_cmpeq_epi32(v, zero);
+    if constexpr (Bytes == 8) return _mm256_cmpeq_epi64(v, zero);
+}
+template <size_t Bytes> V one() {
+    if constexpr (Bytes == 1) return _mm256_set1_epi8(1);
+    if constexpr (Bytes == 2) return _mm256_set1_epi16(1);
+    if constexpr (Bytes == 4) return _mm256_set1_epi32(1);
+    if constexpr (Bytes == 8) return _mm256_set1_epi64x(1);
+}
+
+// No 8-bit multiply: multiply even and odd bytes as 16-bit lanes and keep each low byte.
+V mul_epi8(V a, V b) {
+    const V even = _mm256_mullo_epi16(a, b);
+    const V odd = _mm256_mullo_epi16(_mm256_srli_epi16(a, 8), _mm256_srli_epi16(b, 8));
+    return _mm256_or_si256(_mm256_and_si256(even, _mm256_set1_epi16(0x00FF)), _mm256_slli_epi16(odd, 8));
+}
+// No 64-bit multiply before AVX-512DQ: lo*lo + ((lo*hi + hi*lo) << 32), which is the product mod 2^64.
+V mul_epi64(V a, V b) {
+    const V lolo = _mm256_mul_epu32(a, b);
+    const V cross = _mm256_add_epi64(_mm256_mul_epu32(a, _mm256_srli_epi64(b, 32)),
+                                     _mm256_mul_epu32(_mm256_srli_epi64(a, 32), b));
+    return _mm256_add_epi64(lolo, _mm256_slli_epi64(cross, 32));
+}
+// No 64-bit min/max before AVX-512F: compare (unsigned: with the sign bits flipped) and blend.
+template <bool Signed> V greater_epi64(V a, V b) {
+    if constexpr (Signed) return _mm256_cmpgt_epi64(a, b);
+    const V flip = _mm256_set1_epi64x(static_cast<long long>(0x8000000000000000ull));
+    return _mm256_cmpgt_epi64(_mm256_xor_si256(a, flip), _mm256_xor_si256(b, flip));
+}
+
+template <Op O, class T> V vop_float(V l, V r) {
+    // Operand order matters on NaN and +-0: _mm256_min_ps(a, b) is `a < b ? a : b`, so (r, l) gives
+    // semantics.inc's `inout < in ? inout : in`.
+    if constexpr (sizeof(T) == 4) {
+        const __m256 a = _mm256_castsi256_ps(r), b = _mm256_castsi256_ps(l);
+        if constexpr (O == Op::sum) return _mm256_castps_si256(_mm256_add_ps(a, b));
+        if constexpr (O == Op::prod) return _mm256_castps_si256(_mm256_mul_ps(a, b));
+        if constexpr (O == Op::min) return _mm256_castps_si256(_mm256_min_ps(a, b));
+        if constexpr (O == Op::max) return _mm256_castps_si256(_mm256_max_ps(a, b));
+    } else {
+        const __m256d a = _mm256_castsi256_pd(r), b = _mm256_castsi256_pd(l);
+        if constexpr (O == Op::sum) return _mm256_castpd_si256(_mm256_add_pd(a, b));
+        if constexpr (O == Op::prod) return _mm256_castpd_si256(_mm256_mul_pd(a, b));
+        if constexpr (O == Op::min) return _mm256_castpd_si256(_mm256_min_pd(a, b));
+        if constexpr (O == Op::max) return _mm256_castpd_si256(_mm256_max_pd(a, b));
+    }
+}
+
+template <Op O, class T> V vop_int(V l, V r) {
+    constexpr size_t B = sizeof(T);
+    if constexpr (O == Op::sum) {  // two's complement: the same instruction wraps signed and unsigned alike
+        if constexpr (B == 1) return _mm256_add_epi8(l, r);
+        if constexpr (B == 2) return _mm256_add_epi16(l, r);
+        if constexpr (B == 4) return _mm256_add_epi32(l, r);
+        if constexpr (B == 8) return _mm256_add_epi64(l, r);
+    } else if constexpr (O == Op::prod) {  // the low half of the product is the same for signed and unsigned
+        if constexpr (B == 1) return mul_epi8(l, r);
+        if constexpr (B == 2) return _mm256_mullo_epi16(l, r);
+        if constexpr (B == 4) return _mm256_mullo_epi32(l, r);
+        if constexpr (B == 8) return mul_epi64(l, r);
+    } else if constexpr (O == Op::min) {
+        if constexpr (B == 1) return kSigned<T> ? _mm256_min_epi8(l, r) : _mm256_min_epu8(l, r);
+        if constexpr (B == 2) return kSigned<T> ? _mm256_min_epi16(l, r) : _mm256_min_epu16(l, r);
+        if constexpr (B == 4) return kSigned<T> ? _mm256_min_epi32(l, r) : _mm256_min_epu32(l, r);
+        if constexpr (B == 8) return _mm256_blendv_epi8(r, l, greater_epi64<kSigned<T>>(r, l));
+    } else if constexpr (O == Op::max) {
+        if constexpr (B == 1) return kSigned<T> ? _mm256_max_epi8(l, r) : _mm256_max_epu8(l, r);
+        if constexpr (B == 2) return kSigned<T> ? _mm256_max_epi16(l, r) : _mm256_max_epu16(l, r);
+        if constexpr (B == 4) return kSigned<T> ? _mm256_max_epi32(l, r) : _mm256_max_epu32(l, r);
+        if constexpr (B == 8) return _mm256_blendv_epi8(r, l, greater_epi64<kSigned<T>>(l, r));
+    } else if constexpr (O == Op::land) {  // exactly 0 or 1
+        return _mm256_andnot_si256(_mm256_or_si256(is_zero<B>(l), is_zero<B>(r)), one<B>());
+    } else if constexpr (O == Op::lor) {
+        return _mm256_andnot_si256(_mm256_and_si256(is_zero<B>(l), is_zero<B>(r)), one<B>());
+    } else if constexpr (O == Op::lxor) {
+        return _mm256_and_si256(_mm256_xor_si256(is_zero<B>(l), is_zero<B>(r)), one<B>());
+    } else if constexpr (O == Op::band) {
+        return _mm256_and_si256(l, r);
+    } else if constexpr (O == Op::bor) {
+        return _mm256_or_si256(l, r);
+    } else {
+        return _mm256_xor_si256(l, r);
+    }
+}
+
+template <Op O, class T> V vop(V l, V r) {
+    if constexpr (kFloat<T>) return vop_float<O, T>(l, r);
+    else return vop_int<O, T>(l, r);
+}
+
+template <Op O, class T> void tail(char* out, const char* l, const char* r, size_t bytes) {
+    scalar_loop<O, T>(out, l, r, bytes / sizeof(T));
+}
+
+#include "kernels/simd_body.inc"
+
+}  // namespace
+
+void fill(KernelTable& table) { install_vectorized(table); }
+
+}  // namespace arshim::kernels::avx2

@@ -1,0 +1,85 @@
+// What a policy rule matches, as a box in call space: intervals over size bucket, processes per node, node count
+// and communicator size, and sets (bit masks) of datatype classes, ops and MPI flavors.
+//
+// One predicate evaluator (STYLE.md, the MPICH csel lesson: pruning and searching kept two copies of the predicate
+// code and they drifted apart): the same Box answers "does this call match?" (Policy::decide) and "do earlier rules
+// hide this one?" (the unreachable-rule check in the reader).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "kernels/kernels.h"
+
+namespace arshim::policy {
+
+// Size buckets, the unit the shim caches decisions in: bucket 0 is 0 bytes, bucket b >= 1 is [2^(b-1), 2^b).
+// Rule byte boundaries are powers of two, so every size in a bucket gets the same rule.
+constexpr uint32_t size_bucket(uint64_t bytes) {
+    return bytes == 0 ? 0u : 64u - static_cast<uint32_t>(__builtin_clzll(bytes));
+}
+constexpr uint32_t kBucketCount = 65;
+// Smallest size in bucket b.
+constexpr uint64_t bucket_floor(uint32_t b) { return b == 0 ? 0 : uint64_t{1} << (b - 1); }
+
+constexpr uint64_t kUnbounded = std::numeric_limits<uint64_t>::max();
+
+// Half-open interval [lo, hi); hi == kUnbounded means no upper bound.
+struct Interval {
+    uint64_t lo = 0;
+    uint64_t hi = kUnbounded;
+    bool contains(uint64_t v) const { return v >= lo && v < hi; }
+    bool empty() const { return lo >= hi; }
+    bool any() const { return lo == 0 && hi == kUnbounded; }
+    bool operator==(const Interval& o) const { return lo == o.lo && hi == o.hi; }
+};
+
+// MPI flavors a rule can be restricted to.
+enum class Flavor : uint8_t { mpich, openmpi, count };
+constexpr std::size_t kFlavorCount = static_cast<std::size_t>(Flavor::count);
+constexpr std::size_t kDtypeClassCount = 3;
+constexpr uint32_t kAllDtypes = (1u << kDtypeClassCount) - 1;  // bit per DtypeClass
+constexpr uint32_t kAllOps = (1u << kernels::kOpCount) - 1;     // bit per kernels::Op
+constexpr uint32_t kAllFlavors = (1u << kFlavorCount) - 1;      // bit per Flavor
+
+// One call as the matcher sees it. `mpi` is a Flavor bit, or 0 when the flavor is unknown (rules restricted to a
+// flavor then never match).
+struct Point {
+    uint64_t bucket = 0;
+    uint64_t ppn = 1;
+    uint64_t nodes = 1;
+    uint64_t comm_size = 1;
+    uint32_t dtype = 0;
+    uint32_t op = 0;
+    uint32_t mpi = 0;
+};
+
+struct Box {
+    enum Dim { bucket, ppn, nodes, comm_size, kIntervals };
+    Interval dim[kIntervals];
+    uint32_t dtypes = kAllDtypes;
+    uint32_t ops = kAllOps;
+    uint32_t mpis = kAllFlavors;
+
+    bool contains(const Point& p) const {
+        return dim[bucket].contains(p.bucket) && dim[ppn].contains(p.ppn) && dim[nodes].contains(p.nodes) &&
+               dim[comm_size].contains(p.comm_size) && (dtypes & p.dtype) != 0 && (ops & p.op) != 0 &&
+               (mpis & p.mpi) != 0;
+    }
+    bool empty() const;
+    bool intersects(const Box& other) const;
+    // Every call `other` matches, this box matches too.
+    bool covers(const Box& other) const;
+    // This box without the calls that cannot happen: ppn, nodes and comm_size are at least 1, buckets at most 64.
+    Box possible() const;
+};
+
+// Indices of the boxes among boxes[0, index) that together cover boxes[index] (in increasing order), or an empty
+// vector when some call boxes[index] matches is matched by none of them. Exact for unions, within a work limit
+// beyond which the box is taken as reachable (no false warnings).
+std::vector<int> covering_boxes(const std::vector<Box>& boxes, std::size_t index);
+
+}  // namespace arshim::policy

@@ -1,0 +1,323 @@
+#include "config.h"
+
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+namespace arshim {
+
+namespace {
+
+constexpr int64_t kNoLimit = std::numeric_limits<int64_t>::max();
+constexpr int64_t kTiB = int64_t{1} << 40;
+
+// One row per ARSHIM_* variable. The README's variable table is checked against this table by a unit test.
+const std::array<OptionSpec, kOptionCount> kOptions = {{
+    {OptionId::disable, "ARSHIM_DISABLE", OptionType::flag, "0", nullptr, 0, 1,
+     "1 makes the shim a pure pass-through to PMPI_Allreduce (nothing is intercepted or counted)."},
+    {OptionId::log, "ARSHIM_LOG", OptionType::choice, "warn", "off|error|warn|info|debug", 0, 0,
+     "Log level of the shim's messages on stderr, each prefixed 'arshim[rank]'. info prints one line at init."},
+    {OptionId::strict, "ARSHIM_STRICT", OptionType::flag, "0", nullptr, 0, 1,
+     "1 turns any configuration error into MPI_Abort instead of a warning and the built-in setting."},
+    {OptionId::virtual_ppn, "ARSHIM_VIRTUAL_PPN", OptionType::integer, "0", nullptr, 0, 1 << 20,
+     "Tests and emulation only: every k consecutive ranks of MPI_COMM_WORLD form one node (0 = real nodes)."},
+    {OptionId::path, "ARSHIM_PATH", OptionType::choice, "auto", "auto|native|pipelined|multileader|sharp", 0, 0,
+     "Force one path for every call it can serve (auto = follow the policy). Calls it cannot serve go native, "
+     "counted."},
+    {OptionId::segments, "ARSHIM_SEGMENTS", OptionType::integer, "0", nullptr, 0, 65536,
+     "Pipelined path: fixed number of segments per call (0 = policy)."},
+    {OptionId::segment_bytes, "ARSHIM_SEGMENT_BYTES", OptionType::size, "0", nullptr, 0, kTiB,
+     "Pipelined path: fixed segment size, e.g. 256K (0 = policy). Wins over ARSHIM_SEGMENTS when both are set."},
+    {OptionId::window, "ARSHIM_WINDOW", OptionType::integer, "0", nullptr, 0, 4096,
+     "Pipelined path: most non-blocking requests in flight (0 = policy)."},
+    {OptionId::leaders, "ARSHIM_LEADERS", OptionType::integer, "0", nullptr, 0, 4096,
+     "Multi-leader path: leaders per node, clamped to 1..ppn (0 = policy)."},
+    {OptionId::pipeline_k, "ARSHIM_PIPELINE_K", OptionType::integer, "0", nullptr, 0, 1024,
+     "Multi-leader path: pieces each inter-node allreduce is pipelined in (0 = policy)."},
+    {OptionId::kernel_for_mpi, "ARSHIM_KERNEL_FOR_MPI", OptionType::choice, "auto", "auto|native|simd", 0, 0,
+     "Op handed to MPI by the paths: the predefined op (native) or ARShim's SIMD op (simd); auto = policy."},
+    {OptionId::kernel, "ARSHIM_KERNEL", OptionType::choice, "auto", "auto|scalar|avx2|avx512|neon|sve", 0, 0,
+     "SIMD level of ARShim's reduction kernels; a level the CPU lacks falls back to the best available, "
+     "with a warning."},
+    {OptionId::policy, "ARSHIM_POLICY", OptionType::text, "", nullptr, 0, 0,
+     "Policy file (TOML) read by rank 0 and broadcast; empty = the built-in table (policy/default.toml)."},
+    {OptionId::policy_mode, "ARSHIM_POLICY_MODE", OptionType::choice, "replace", "replace|prepend", 0, 0,
+     "replace: the file's rules replace the built-in table; prepend: they are tried before the built-in rules."},
+    {OptionId::shm_max, "ARSHIM_SHM_MAX", OptionType::size, "64M", nullptr, 64 * 1024, kTiB,
+     "Multi-leader path: largest node shared-memory window per communicator; larger buffers go in chunks."},
+    {OptionId::stats, "ARSHIM_STATS", OptionType::text, "", nullptr, 0, 0,
+     "Write the call-statistics log (JSON) to this path at finalize; %r = rank, %j = job id."},
+    {OptionId::stats_summary, "ARSHIM_STATS_SUMMARY", OptionType::flag, "auto", nullptr, 0, 1,
+     "Print a short summary table on stderr from rank 0 at finalize (default: on when ARSHIM_STATS is set)."},
+    {OptionId::stats_callsites, "ARSHIM_STATS_CALLSITES", OptionType::flag, "1", nullptr, 0, 1,
+     "Record call sites (caller addresses via libunwind) in the statistics."},
+    {OptionId::stats_depth, "ARSHIM_STATS_DEPTH", OptionType::integer, "1", nullptr, 1, 16,
+     "Stack frames used to tell call sites apart (1 = the caller of MPI_Allreduce)."},
+    {OptionId::stats_per_rank, "ARSHIM_STATS_PER_RANK", OptionType::flag, "0", nullptr, 0, 1,
+     "Also write one statistics file per rank."},
+    {OptionId::sharp, "ARSHIM_SHARP", OptionType::choice, "auto", "auto|on|off", 0, 0,
+     "SHARP in-network path: auto loads the library if present, on warns when it cannot, off never loads it."},
+    {OptionId::sharp_lib, "ARSHIM_SHARP_LIB", OptionType::text, "libsharp_coll.so", nullptr, 0, 0,
+     "File name or path of the SHARP collective library to dlopen."},
+    {OptionId::sharp_sat_threshold, "ARSHIM_SHARP_SAT_THRESHOLD", OptionType::size, "8K", nullptr, 0, kTiB,
+     "SHARP: messages at or above this size use streaming aggregation (SAT), smaller ones low-latency (LLT)."},
+}};
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+    return s;
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+        if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i])))
+            return false;
+    return true;
+}
+
+// Index of `word` in "a|b|c", or -1.
+int choice_index(const char* choices, std::string_view word) {
+    int index = 0;
+    std::string_view rest(choices);
+    while (true) {
+        std::size_t bar = rest.find('|');
+        std::string_view candidate = rest.substr(0, bar);
+        if (iequals(candidate, word)) return index;
+        if (bar == std::string_view::npos) return -1;
+        rest.remove_prefix(bar + 1);
+        ++index;
+    }
+}
+
+std::string choice_word(const char* choices, int index) {
+    std::string_view rest(choices);
+    for (int i = 0; i < index; ++i) rest.remove_prefix(rest.find('|') + 1);
+    return std::string(rest.substr(0, rest.find('|')));
+}
+
+std::string allowed_text(const OptionSpec& spec) {
+    switch (spec.type) {
+    case OptionType::flag: return "1/true/on/yes or 0/false/off/no";
+    case OptionType::integer:
+        return "an integer in [" + std::to_string(spec.min) + ", " + std::to_string(spec.max) + "]";
+    case OptionType::size:
+        return "a size in [" + format_size(spec.min) + ", " + format_size(spec.max) + "] such as 64K, 4MiB, 1G";
+    case OptionType::choice: return std::string("one of ") + spec.choices;
+    case OptionType::text: return "any text";
+    }
+    return "";
+}
+
+// Parses `text` as a value of `spec`; false when it is not allowed.
+bool parse_value(const OptionSpec& spec, std::string_view text, OptionValue* out) {
+    text = trim(text);
+    switch (spec.type) {
+    case OptionType::flag: {
+        bool b = false;
+        if (!parse_flag(text, &b)) return false;
+        out->number = b ? 1 : 0;
+        out->text = b ? "1" : "0";
+        return true;
+    }
+    case OptionType::integer: {
+        int64_t v = 0;
+        if (!parse_integer(text, &v) || v < spec.min || v > spec.max) return false;
+        out->number = v;
+        out->text = std::to_string(v);
+        return true;
+    }
+    case OptionType::size: {
+        int64_t v = 0;
+        // 0 always means "not set, let the policy decide" where the default is 0.
+        if (!parse_size(text, &v)) return false;
+        bool zero_allowed = v == 0 && std::strcmp(spec.default_value, "0") == 0;
+        if (!zero_allowed && (v < spec.min || v > spec.max)) return false;
+        out->number = v;
+        out->text = format_size(v);
+        return true;
+    }
+    case OptionType::choice: {
+        int index = choice_index(spec.choices, text);
+        if (index < 0) return false;
+        out->number = index;
+        out->text = choice_word(spec.choices, index);
+        return true;
+    }
+    case OptionType::text:
+        out->number = 0;
+        out->text = std::string(text);
+        return true;
+    }
+    return false;
+}
+
+OptionValue default_value(const OptionSpec& spec) {
+    OptionValue v;
+    if (spec.type == OptionType::flag && std::strcmp(spec.default_value, "auto") == 0) {
+        v.number = -1;  // "auto": the consumer decides from other options
+        v.text = "auto";
+        return v;
+    }
+    bool ok = parse_value(spec, spec.default_value, &v);
+    (void)ok;  // the table's own defaults are checked by a unit test
+    v.source = OptionSource::builtin;
+    return v;
+}
+
+}  // namespace
+
+const std::array<OptionSpec, kOptionCount>& option_table() { return kOptions; }
+
+const OptionSpec& option_spec(OptionId id) { return kOptions[static_cast<std::size_t>(id)]; }
+
+bool parse_flag(std::string_view text, bool* out) {
+    text = trim(text);
+    for (const char* word : {"1", "true", "on", "yes"})
+        if (iequals(text, word)) return *out = true, true;
+    for (const char* word : {"0", "false", "off", "no"})
+        if (iequals(text, word)) return *out = false, true;
+    return false;
+}
+
+bool parse_integer(std::string_view text, int64_t* out) {
+    text = trim(text);
+    if (text.empty() || text.size() > 20) return false;
+    std::string copy(text);
+    char* end = nullptr;
+    errno = 0;
+    long long v = std::strtoll(copy.c_str(), &end, 10);
+    if (errno != 0 || end != copy.c_str() + copy.size()) return false;
+    *out = v;
+    return true;
+}
+
+bool parse_size(std::string_view text, int64_t* out) {
+    text = trim(text);
+    std::size_t digits = 0;
+    while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+    if (digits == 0 || digits > 19) return false;
+    int64_t base = 0;
+    if (!parse_integer(text.substr(0, digits), &base)) return false;
+    std::string_view suffix = trim(text.substr(digits));
+    int shift = 0;
+    if (suffix.empty() || iequals(suffix, "b")) shift = 0;
+    else if (iequals(suffix, "k") || iequals(suffix, "kb") || iequals(suffix, "kib")) shift = 10;
+    else if (iequals(suffix, "m") || iequals(suffix, "mb") || iequals(suffix, "mib")) shift = 20;
+    else if (iequals(suffix, "g") || iequals(suffix, "gb") || iequals(suffix, "gib")) shift = 30;
+    else if (iequals(suffix, "t") || iequals(suffix, "tb") || iequals(suffix, "tib")) shift = 40;
+    else return false;
+    if (base > (std::numeric_limits<int64_t>::max() >> shift)) return false;
+    *out = base << shift;
+    return true;
+}
+
+std::string format_size(int64_t bytes) {
+    static const char* const units[] = {"", "K", "M", "G", "T"};
+    int unit = 0;
+    while (unit < 4 && bytes != 0 && bytes % 1024 == 0) {
+        bytes /= 1024;
+        ++unit;
+    }
+    return std::to_string(bytes) + units[unit];
+}
+
+Config::Config() {
+    for (const OptionSpec& spec : kOptions) values_[static_cast<std::size_t>(spec.id)] = default_value(spec);
+}
+
+Config Config::from_pairs(const EnvPairs& pairs, std::vector<std::string>* problems) {
+    Config config;
+    for (const auto& [name, text] : pairs) {
+        if (name.rfind("ARSHIM_", 0) != 0) continue;
+        config.pairs_.emplace_back(name, text);
+        const OptionSpec* spec = nullptr;
+        for (const OptionSpec& candidate : kOptions)
+            if (name == candidate.name) spec = &candidate;
+        if (spec == nullptr) {
+            if (problems)
+                problems->push_back(name + ": unknown variable (ignored); see 'arshim --help' or README for the "
+                                           "ARSHIM_* variables");
+            continue;
+        }
+        OptionValue value;
+        if (!parse_value(*spec, text, &value)) {
+            if (problems)
+                problems->push_back(name + "=\"" + text + "\": expected " + allowed_text(*spec) +
+                                    "; using the default (" + spec->default_value + ")");
+            continue;
+        }
+        value.source = OptionSource::environment;
+        config.values_[static_cast<std::size_t>(spec->id)] = std::move(value);
+    }
+    return config;
+}
+
+EnvPairs Config::pairs_from_environ(char** envp) {
+    EnvPairs pairs;
+    for (char** entry = envp; entry != nullptr && *entry != nullptr; ++entry) {
+        std::string_view kv(*entry);
+        if (kv.rfind("ARSHIM_", 0) != 0) continue;
+        std::size_t eq = kv.find('=');
+        if (eq == std::string_view::npos) continue;
+        pairs.emplace_back(std::string(kv.substr(0, eq)), std::string(kv.substr(eq + 1)));
+    }
+    return pairs;
+}
+
+std::string Config::describe_set() const {
+    std::string out;
+    for (const OptionSpec& spec : kOptions) {
+        const OptionValue& v = value(spec.id);
+        if (v.source != OptionSource::environment) continue;
+        if (!out.empty()) out += ' ';
+        out += spec.name;
+        out += '=';
+        out += v.text;
+    }
+    return out;
+}
+
+uint64_t Config::digest() const {
+    // FNV-1a over the canonical values: identical effective settings give identical digests on every rank.
+    uint64_t h = 1469598103934665603ull;
+    auto mix = [&h](const void* data, std::size_t n) {
+        const auto* p = static_cast<const unsigned char*>(data);
+        for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+    };
+    for (const OptionValue& v : values_) {
+        mix(&v.number, sizeof v.number);
+        mix(v.text.data(), v.text.size());
+        mix("\0", 1);
+    }
+    return h;
+}
+
+std::string Config::serialize(const EnvPairs& pairs) {
+    std::string blob;
+    for (const auto& [name, text] : pairs) {
+        blob += name;
+        blob += '\0';
+        blob += text;
+        blob += '\0';
+    }
+    return blob;
+}
+
+EnvPairs Config::deserialize(std::string_view blob) {
+    EnvPairs pairs;
+    while (!blob.empty()) {
+        std::size_t a = blob.find('\0');
+        if (a == std::string_view::npos) break;
+        std::size_t b = blob.find('\0', a + 1);
+        if (b == std::string_view::npos) break;
+        pairs.emplace_back(std::string(blob.substr(0, a)), std::string(blob.substr(a + 1, b - a - 1)));
+        blob.remove_prefix(b + 1);
+    }
+    return pairs;
+}
+
+}  // namespace arshim

@@ -1,0 +1,243 @@
+// The effective policy: file and built-in rules for one MPI flavor, ARSHIM_* overrides applied once at load, so
+// decide() is only a scan for the first matching box.
+#include "policy/policy.h"
+
+#include <cstring>
+
+#include "policy/rules.h"
+
+namespace arshim::policy {
+
+namespace generated {
+// policy/default.toml, embedded at build time by policy/embed_text.py (see policy/meson.build).
+extern const char kDefaultToml[];
+extern const std::size_t kDefaultTomlSize;
+}  // namespace generated
+
+const char* const kBuiltinPolicyName = "built-in default.toml";
+
+namespace {
+
+const char* const kPathNames[] = {"native", "pipelined", "multileader", "sharp"};
+const char* const kDtypeNames[] = {"float", "int", "other"};
+const char* const kOpNames[] = {"sum", "prod", "min", "max", "land", "lor", "lxor", "band", "bor", "bxor",
+                                "minloc", "maxloc"};
+const char* const kFlavorNames[] = {"mpich", "openmpi"};
+static_assert(sizeof kOpNames / sizeof *kOpNames == kernels::kOpCount, "op names follow kernels::Op");
+static_assert(sizeof kPathNames / sizeof *kPathNames == static_cast<std::size_t>(Path::count), "path names");
+static_assert(sizeof kDtypeNames / sizeof *kDtypeNames == kDtypeClassCount, "dtype class names");
+
+template <typename Enum, std::size_t N>
+bool lookup(const char* const (&names)[N], const std::string& name, Enum* out) {
+    for (std::size_t i = 0; i < N; ++i)
+        if (name == names[i]) return *out = static_cast<Enum>(i), true;
+    return false;
+}
+
+template <std::size_t N>
+const char* name_at(const char* const (&names)[N], std::size_t i) {
+    return i < N ? names[i] : "?";
+}
+
+const Table& builtin_table() {
+    static const Table table = read_table(builtin_policy_text(), kBuiltinPolicyName);
+    return table;
+}
+
+// The fallback when no rule matches: native, with every parameter sane in case ARSHIM_PATH forces a path.
+Decision fallback_decision() {
+    Decision d;
+    d.path = Path::native;
+    d.segment_bytes = kDefaultSegmentBytes;
+    d.window = kDefaultWindow;
+    d.leaders = kDefaultLeaders;
+    d.pipeline_k = kDefaultPipelineK;
+    d.rule = -1;
+    return d;
+}
+
+// ARSHIM_* variables beat the table. Returns "NAME=value ..." for those that change decisions.
+std::string apply_overrides(const Config& cfg, Decision* d) {
+    std::string applied;
+    auto note = [&](OptionId id) {
+        if (!applied.empty()) applied += ' ';
+        applied += option_spec(id).name;
+        applied += '=';
+        applied += cfg.text(id);
+    };
+    Path path = Path::native;
+    if (cfg.text(OptionId::path) != "auto" && parse_path(cfg.text(OptionId::path), &path)) {
+        d->path = path;
+        note(OptionId::path);
+    }
+    // As documented in the option table: ARSHIM_SEGMENT_BYTES wins over ARSHIM_SEGMENTS.
+    if (cfg.number(OptionId::segment_bytes) > 0) {
+        d->segment_bytes = static_cast<uint64_t>(cfg.number(OptionId::segment_bytes));
+        d->segments = 0;
+        note(OptionId::segment_bytes);
+    } else if (cfg.number(OptionId::segments) > 0) {
+        d->segments = static_cast<uint32_t>(cfg.number(OptionId::segments));
+        d->segment_bytes = 0;
+        note(OptionId::segments);
+    }
+    if (cfg.number(OptionId::window) > 0) {
+        d->window = static_cast<uint32_t>(cfg.number(OptionId::window));
+        note(OptionId::window);
+    }
+    if (cfg.number(OptionId::leaders) > 0) {
+        d->leaders = static_cast<uint32_t>(cfg.number(OptionId::leaders));
+        note(OptionId::leaders);
+    }
+    if (cfg.number(OptionId::pipeline_k) > 0) {
+        d->pipeline_k = static_cast<uint32_t>(cfg.number(OptionId::pipeline_k));
+        note(OptionId::pipeline_k);
+    }
+    const std::string& kernel = cfg.text(OptionId::kernel_for_mpi);
+    if (kernel == "native" || kernel == "simd") {
+        d->kernel = kernel == "simd" ? KernelChoice::simd : KernelChoice::native;
+        note(OptionId::kernel_for_mpi);
+    }
+    return applied;
+}
+
+}  // namespace
+
+// ---- names ----
+
+const char* path_name(Path path) { return name_at(kPathNames, static_cast<std::size_t>(path)); }
+const char* kernel_choice_name(KernelChoice kernel) { return kernel == KernelChoice::simd ? "simd" : "native"; }
+const char* sharp_mode_name(SharpMode mode) {
+    return mode == SharpMode::llt ? "llt" : mode == SharpMode::sat ? "sat" : "auto";
+}
+const char* sharp_leaders_name(SharpLeaders leaders) { return leaders == SharpLeaders::socket ? "socket" : "node"; }
+const char* dtype_class_name(DtypeClass dclass) { return name_at(kDtypeNames, static_cast<std::size_t>(dclass)); }
+const char* op_name(kernels::Op op) { return name_at(kOpNames, static_cast<std::size_t>(op)); }
+const char* flavor_name(Flavor flavor) { return name_at(kFlavorNames, static_cast<std::size_t>(flavor)); }
+bool parse_path(const std::string& name, Path* out) { return lookup(kPathNames, name, out); }
+bool parse_dtype_class(const std::string& name, DtypeClass* out) { return lookup(kDtypeNames, name, out); }
+bool parse_op(const std::string& name, kernels::Op* out) { return lookup(kOpNames, name, out); }
+bool parse_flavor(const std::string& name, Flavor* out) { return lookup(kFlavorNames, name, out); }
+
+std::string describe_decision(const Decision& d) {
+    std::string out = path_name(d.path);
+    switch (d.path) {
+    case Path::pipelined:
+        out += d.segment_bytes > 0 ? " segment_bytes=" + format_size(static_cast<int64_t>(d.segment_bytes))
+                                   : " segments=" + std::to_string(d.segments);
+        out += " window=" + std::to_string(d.window);
+        out += std::string(" kernel=") + kernel_choice_name(d.kernel);
+        break;
+    case Path::multileader:
+        out += " leaders=" + std::to_string(d.leaders) + " pipeline_k=" + std::to_string(d.pipeline_k);
+        out += std::string(" kernel=") + kernel_choice_name(d.kernel);
+        break;
+    case Path::sharp:
+        out += std::string(" sharp_mode=") + sharp_mode_name(d.sharp_mode) +
+               " sharp_leaders=" + sharp_leaders_name(d.sharp_leaders);
+        break;
+    case Path::native:
+    case Path::count: break;
+    }
+    return out;
+}
+
+const std::string& builtin_policy_text() {
+    static const std::string text(generated::kDefaultToml, generated::kDefaultTomlSize);
+    return text;
+}
+
+// ---- Policy ----
+
+Decision Policy::decide(const CallFacts& facts) const {
+    Point p;
+    p.bucket = size_bucket(facts.bytes);
+    p.ppn = facts.ppn;
+    p.nodes = facts.nodes;
+    p.comm_size = facts.comm_size;
+    const auto dclass = static_cast<unsigned>(facts.dclass);
+    const auto op = static_cast<unsigned>(facts.op);
+    // An out-of-range class or op (never made by the shim) matches no rule: native.
+    p.dtype = dclass < kDtypeClassCount ? 1u << dclass : 0;
+    p.op = op < kernels::kOpCount ? 1u << op : 0;
+    p.mpi = flavor_bit_;
+    for (const PolicyRule& rule : rules_)
+        if (rule.match.contains(p)) return rule.decision;
+    return fallback_;
+}
+
+std::string Policy::describe_rule(int rule) const {
+    if (rule >= 0 && static_cast<std::size_t>(rule) < rules_.size()) return rules_[rule].where;
+    return "no matching rule";
+}
+
+struct PolicyBuilder {
+    static void add(Policy& policy, const Table& table, const Config& cfg) {
+        for (const RuleSpec& spec : table.rules) {
+            // Pruned once per flavor (like csel's per-communicator pruning), using the same Box as decide().
+            if (policy.flavor_bit_ != 0 && (spec.match.mpis & policy.flavor_bit_) == 0) continue;
+            PolicyRule rule;
+            rule.match = spec.match;
+            rule.decision = spec.action;
+            apply_overrides(cfg, &rule.decision);
+            rule.decision.rule = static_cast<int>(policy.rules_.size());
+            rule.where = table.source + ":" + std::to_string(spec.line);
+            rule.name = spec.name;
+            rule.number = spec.number;
+            policy.rules_.push_back(std::move(rule));
+        }
+    }
+
+    static LoadResult load(const Config& cfg, const std::string* file_text, const std::string& file_name,
+                           const std::string& mpi_flavor) {
+        LoadResult result;
+        auto policy = std::make_shared<Policy>();
+        const std::string name = file_name.empty() ? "policy file" : file_name;
+
+        if (!mpi_flavor.empty()) {
+            Flavor flavor = Flavor::mpich;
+            if (parse_flavor(mpi_flavor, &flavor)) policy->flavor_bit_ = 1u << static_cast<unsigned>(flavor);
+            else
+                result.problems.push_back("policy: unknown MPI flavor '" + mpi_flavor +
+                                          "'; allowed: mpich, openmpi (rules restricted by 'mpi' never match)");
+        }
+        policy->flavor_ = mpi_flavor;
+
+        const Table& builtin = builtin_table();
+        result.problems.insert(result.problems.end(), builtin.problems.begin(), builtin.problems.end());
+
+        Table file;
+        if (file_text != nullptr) {
+            file = read_table(*file_text, name);
+            result.problems.insert(result.problems.end(), file.problems.begin(), file.problems.end());
+            if (file.usable()) {
+                result.file_used = true;
+            } else {
+                result.problems.push_back(name + ": " + std::to_string(file.errors) +
+                                          (file.errors == 1 ? " error" : " errors") +
+                                          "; the file is not used, every decision comes from the " +
+                                          kBuiltinPolicyName);
+            }
+        }
+        const bool prepend = cfg.text(OptionId::policy_mode) == "prepend";
+        if (result.file_used) add(*policy, file, cfg);
+        if (!result.file_used || prepend) add(*policy, builtin, cfg);
+
+        policy->fallback_ = fallback_decision();
+        policy->overrides_ = apply_overrides(cfg, &policy->fallback_);
+        policy->file_used_ = result.file_used;
+        if (file_text == nullptr) policy->source_ = kBuiltinPolicyName;
+        else if (!result.file_used) policy->source_ = std::string(kBuiltinPolicyName) + " (" + name + " rejected)";
+        else if (prepend) policy->source_ = name + ", then " + kBuiltinPolicyName;
+        else policy->source_ = name;
+        if (!policy->overrides_.empty()) policy->source_ += "; overrides: " + policy->overrides_;
+        result.policy = std::move(policy);
+        return result;
+    }
+};
+
+LoadResult load_policy(const Config& cfg, const std::string* file_text, const std::string& file_name,
+                       const std::string& mpi_flavor) {
+    return PolicyBuilder::load(cfg, file_text, file_name, mpi_flavor);
+}
+
+}  // namespace arshim::policy

@@ -1,0 +1,125 @@
+// The policy table: ordered rules, first match wins, keyed on message size x processes per node x node count
+// (plus communicator size, datatype class, op, MPI flavor). Parsed once into an immutable Policy; the shim
+// caches each Decision per communicator, so decide() runs once per (communicator, size bucket, datatype, op).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/kernels.h"
+#include "policy/box.h"
+#include "policy/config.h"
+
+namespace arshim::policy {
+
+enum class Path : uint8_t { native, pipelined, multileader, sharp, count };
+const char* path_name(Path path);
+
+enum class DtypeClass : uint8_t { floating, integer, other };
+enum class KernelChoice : uint8_t { native, simd };     // op handed to MPI inside the paths
+enum class SharpMode : uint8_t { automatic, llt, sat };
+enum class SharpLeaders : uint8_t { node, socket };
+
+// Everything a decision may depend on. All fields are identical on every rank of a communicator for the same
+// call (the shim guarantees that), so every rank decides the same.
+struct CallFacts {
+    uint64_t bytes = 0;          // count * datatype size
+    uint32_t ppn = 1;            // processes per node (the largest node when ppn is not uniform)
+    uint32_t nodes = 1;
+    uint32_t comm_size = 1;
+    bool ppn_uniform = true;
+    DtypeClass dclass = DtypeClass::other;
+    kernels::Op op = kernels::Op::sum;
+};
+
+struct Decision {
+    Path path = Path::native;
+    uint32_t segments = 0;        // pipelined: fixed number of segments (0 = use segment_bytes)
+    uint64_t segment_bytes = 0;   // pipelined: fixed segment size
+    uint32_t window = 0;          // pipelined: requests in flight (0 = all)
+    uint32_t leaders = 1;         // multileader: leaders per node
+    uint32_t pipeline_k = 1;      // multileader: pieces per inter-node allreduce
+    KernelChoice kernel = KernelChoice::native;
+    SharpMode sharp_mode = SharpMode::automatic;
+    SharpLeaders sharp_leaders = SharpLeaders::node;
+    int rule = -1;                // index of the rule that matched, -1 when none (built-in fallback: native)
+};
+
+// Names as the policy file, the tools and the logs spell them.
+const char* kernel_choice_name(KernelChoice kernel);
+const char* sharp_mode_name(SharpMode mode);          // "auto", "llt", "sat"
+const char* sharp_leaders_name(SharpLeaders leaders);
+const char* dtype_class_name(DtypeClass dclass);      // "float", "int", "other"
+const char* op_name(kernels::Op op);                  // own table: policy does not link the kernels library
+const char* flavor_name(Flavor flavor);               // "mpich", "openmpi"
+bool parse_path(const std::string& name, Path* out);
+bool parse_dtype_class(const std::string& name, DtypeClass* out);
+bool parse_op(const std::string& name, kernels::Op* out);
+bool parse_flavor(const std::string& name, Flavor* out);
+
+// "pipelined segment_bytes=1M window=8 kernel=native": the path and the parameters that path uses.
+std::string describe_decision(const Decision& decision);
+
+// One rule of an effective table (file rules, built-in rules, or both), its parameters already overridden by the
+// environment.
+struct PolicyRule {
+    Box match;
+    Decision decision;   // decision.rule is this rule's index in Policy::rules()
+    std::string where;   // "policy.toml:12" or "built-in default.toml:30" (the line of its [[rule]] header)
+    std::string name;    // the rule's optional `name`
+    int number = 0;      // 1-based position in its own file
+};
+
+// An immutable, effective policy: the rules for one MPI flavor, in order, with ARSHIM_* overrides applied.
+// decide() is pure, thread-safe and allocation-free; every rank that loads the same text with the same settings
+// decides the same.
+class Policy {
+public:
+    // First rule that matches wins; when none does, the fallback (native, rule -1, overrides applied).
+    Decision decide(const CallFacts& facts) const;
+
+    // Where rule `rule` came from ("policy.toml:12", "built-in default.toml:30"); for -1 "no rule matched".
+    std::string describe_rule(int rule) const;
+
+    // The table in use, for the log and the stats: "built-in default.toml", "policy.toml",
+    // "policy.toml, then built-in default.toml" (prepend), "built-in default.toml (policy.toml rejected)", followed
+    // by "; overrides: ARSHIM_WINDOW=4" when ARSHIM_* variables change decisions.
+    std::string source() const { return source_; }
+
+    const std::vector<PolicyRule>& rules() const { return rules_; }
+    const Decision& fallback() const { return fallback_; }
+    const std::string& flavor() const { return flavor_; }  // "" when loaded without a flavor
+    const std::string& overrides() const { return overrides_; }  // "ARSHIM_WINDOW=4 ...", "" when none
+    bool file_used() const { return file_used_; }
+
+private:
+    friend struct PolicyBuilder;
+    std::vector<PolicyRule> rules_;
+    Decision fallback_;
+    uint32_t flavor_bit_ = 0;
+    std::string flavor_;
+    std::string source_;
+    std::string overrides_;
+    bool file_used_ = false;
+};
+
+struct LoadResult {
+    std::shared_ptr<const Policy> policy;  // never null
+    std::vector<std::string> problems;     // complete one-line messages, "<file>:<line>: ..."
+    bool file_used = false;                // false when there was no file or it was rejected
+};
+
+// Builds the effective policy. file_text == nullptr: the built-in table only. Otherwise the file's rules replace
+// the built-in ones (ARSHIM_POLICY_MODE=replace) or are tried before them (prepend); a file with any error is not
+// used at all (the built-in table is, and `problems` says so), warnings keep it. mpi_flavor: "mpich" or
+// "openmpi" keeps the rules for that flavor; "" keeps all rules, and flavor-restricted ones never match.
+LoadResult load_policy(const Config& cfg, const std::string* file_text, const std::string& file_name,
+                       const std::string& mpi_flavor);
+
+// The compiled-in policy/default.toml, byte for byte, and the name problems and describe_rule() give it.
+const std::string& builtin_policy_text();
+extern const char* const kBuiltinPolicyName;  // "built-in default.toml"
+
+}  // namespace arshim::policy

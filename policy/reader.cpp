@@ -1,0 +1,569 @@
+// Reads a version-1 policy table from TOML (format: docs/policy.md). Every problem becomes one complete line naming
+// the source, the line, the rule, the key, the bad value and what is allowed; reading goes on after a problem so a
+// user sees all of them at once.
+#include <algorithm>
+#include <cctype>
+#include <sstream>
+#include <utility>
+
+#include <toml++/toml.h>
+
+#include "policy/rules.h"
+
+namespace arshim::policy {
+
+namespace {
+
+constexpr const char* kTopKeys[] = {"version", "rule"};
+constexpr const char* kRuleKeys[] = {"name",    "mpi",      "bytes",         "ppn",    "nodes",   "comm_size",
+                                     "dtype",   "op",       "path",          "segments", "segment_bytes",
+                                     "window",  "leaders",  "pipeline_k",    "kernel", "sharp_mode", "sharp_leaders"};
+
+constexpr uint64_t kMaxCount = 0xFFFFFFFFull;  // CallFacts counts are 32-bit
+
+template <std::size_t N>
+std::string join(const char* const (&words)[N]) {
+    std::string out;
+    for (const char* w : words) {
+        if (!out.empty()) out += ", ";
+        out += w;
+    }
+    return out;
+}
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+    return s;
+}
+
+// Keeps a problem on one line: control characters are escaped, long text is cut (at a UTF-8 boundary; toml++ has
+// already checked that strings are valid UTF-8). `quoted`: the text goes between double quotes, so '"' and '\\'
+// are escaped too.
+std::string escape(std::string_view s, std::size_t max, bool quoted = false) {
+    bool cut = false;
+    if (s.size() > max) {
+        std::size_t end = max;
+        while (end > 0 && (static_cast<unsigned char>(s[end]) & 0xC0) == 0x80) --end;
+        s = s.substr(0, end);
+        cut = true;
+    }
+    std::string out;
+    static const char hex[] = "0123456789abcdef";
+    for (char ch : s) {
+        const auto c = static_cast<unsigned char>(ch);
+        if (quoted && (c == '"' || c == '\\')) {
+            out += '\\';
+            out += ch;
+        } else if (c == '\n') {
+            out += "\\n";
+        } else if (c == '\t') {
+            out += "\\t";
+        } else if (c < 0x20 || c == 0x7F) {
+            out += "\\x";
+            out += hex[c >> 4];
+            out += hex[c & 15];
+        } else {
+            out += ch;
+        }
+    }
+    if (cut) out += "...";
+    return out;
+}
+
+const char* type_phrase(toml::node_type type) {
+    switch (type) {
+    case toml::node_type::string: return "a string";
+    case toml::node_type::integer: return "an integer";
+    case toml::node_type::floating_point: return "a float";
+    case toml::node_type::boolean: return "a boolean";
+    case toml::node_type::array: return "an array";
+    case toml::node_type::table: return "a table";
+    case toml::node_type::date: return "a date";
+    case toml::node_type::time: return "a time";
+    case toml::node_type::date_time: return "a date-time";
+    case toml::node_type::none: break;
+    }
+    return "nothing";
+}
+
+// The value as the user wrote it (near enough), for messages.
+std::string render(const toml::node& node) {
+    switch (node.type()) {
+    case toml::node_type::string: return "\"" + escape(node.as_string()->get(), 40, true) + "\"";
+    case toml::node_type::integer: return std::to_string(node.as_integer()->get());
+    case toml::node_type::boolean: return node.as_boolean()->get() ? "true" : "false";
+    case toml::node_type::table: return "{...}";
+    case toml::node_type::array: {
+        std::string out = "[";
+        for (const toml::node& element : *node.as_array()) {
+            if (out.size() > 1) out += ", ";
+            out += render(element);
+            if (out.size() > 60) return out + ", ...]";
+        }
+        return out + "]";
+    }
+    default: {
+        std::ostringstream os;
+        node.visit([&os](const auto& value) { os << value; });
+        return escape(os.str(), 40);
+    }
+    }
+}
+
+int line_of(const toml::source_region& region) { return static_cast<int>(std::max<uint32_t>(region.begin.line, 1)); }
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+    std::vector<std::size_t> row(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+        std::size_t diagonal = row[0];
+        row[0] = i;
+        for (std::size_t j = 1; j <= b.size(); ++j) {
+            const std::size_t up = row[j];
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+            diagonal = up;
+        }
+    }
+    return row[b.size()];
+}
+
+template <std::size_t N>
+std::string did_you_mean(std::string_view key, const char* const (&words)[N]) {
+    if (key.size() > 40) return "";
+    const char* best = nullptr;
+    std::size_t best_distance = 3;  // suggest only close misspellings
+    for (const char* w : words) {
+        const std::size_t d = edit_distance(key, w);
+        if (d < best_distance && d < std::string_view(w).size()) best = w, best_distance = d;
+    }
+    return best ? std::string(" (did you mean '") + best + "'?)" : std::string();
+}
+
+bool is_power_of_two(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
+uint64_t floor_power_of_two(uint64_t v) { return uint64_t{1} << (63 - __builtin_clzll(v)); }
+
+class Reporter {
+public:
+    explicit Reporter(const std::string& source) : source_(source) {}
+    void error(int line, const std::string& text) { add(line, text), ++errors_; }
+    void warning(int line, const std::string& text) { add(line, "warning: " + text), ++warnings_; }
+    int errors() const { return errors_; }
+    void finish(Table* table) {
+        std::stable_sort(entries_.begin(), entries_.end(),
+                         [](const auto& a, const auto& b) { return a.first < b.first; });
+        for (auto& entry : entries_) table->problems.push_back(std::move(entry.second));
+        table->errors = errors_;
+        table->warnings = warnings_;
+    }
+
+private:
+    void add(int line, const std::string& text) {
+        entries_.emplace_back(line, source_ + ":" + std::to_string(line) + ": " + text);
+    }
+    const std::string& source_;
+    std::vector<std::pair<int, std::string>> entries_;
+    int errors_ = 0;
+    int warnings_ = 0;
+};
+
+// Reads one [[rule]] table.
+class RuleReader {
+public:
+    RuleReader(Reporter& report, int number) : report_(report), prefix_("rule " + std::to_string(number) + ": ") {}
+
+    bool read(const toml::table& table, RuleSpec* rule) {
+        const int errors_before = report_.errors();
+        bool have_path = false;
+        for (auto&& [key, node] : table) {
+            line_ = line_of(key.source());
+            const std::string_view k = key.str();
+            key_ = std::string(k);
+            if (k == "name") read_name(node, &rule->name);
+            else if (k == "mpi") read_set(node, "MPI flavor", kFlavorNames, &rule->match.mpis);
+            else if (k == "dtype") read_set(node, "datatype class", kDtypeNames, &rule->match.dtypes);
+            else if (k == "op") read_set(node, "op", kOpNames, &rule->match.ops);
+            else if (k == "bytes") read_bytes(node, &rule->match.dim[Box::bucket]);
+            else if (k == "ppn") read_counts(node, &rule->match.dim[Box::ppn]);
+            else if (k == "nodes") read_counts(node, &rule->match.dim[Box::nodes]);
+            else if (k == "comm_size") read_counts(node, &rule->match.dim[Box::comm_size]);
+            else if (k == "path") have_path = read_choice(node, kPathNames, &rule->action.path);
+            else if (k == "segments") read_integer(node, OptionId::segments, &rule->action.segments, kSetSegments, rule);
+            else if (k == "segment_bytes") read_segment_bytes(node, rule);
+            else if (k == "window") read_integer(node, OptionId::window, &rule->action.window, kSetWindow, rule);
+            else if (k == "leaders") read_integer(node, OptionId::leaders, &rule->action.leaders, kSetLeaders, rule);
+            else if (k == "pipeline_k")
+                read_integer(node, OptionId::pipeline_k, &rule->action.pipeline_k, kSetPipelineK, rule);
+            else if (k == "kernel") {
+                if (read_choice(node, kKernelNames, &rule->action.kernel)) rule->set |= kSetKernel;
+            } else if (k == "sharp_mode") {
+                if (read_choice(node, kSharpModeNames, &rule->action.sharp_mode)) rule->set |= kSetSharpMode;
+            } else if (k == "sharp_leaders") {
+                if (read_choice(node, kSharpLeaderNames, &rule->action.sharp_leaders)) rule->set |= kSetSharpLeaders;
+            }
+            else
+                report_.error(line_, prefix_ + "unknown key '" + escape(k, 40) + "'" + did_you_mean(k, kRuleKeys) +
+                                         "; allowed: " + join(kRuleKeys));
+        }
+        line_ = rule->line;
+        if (!have_path && report_.errors() == errors_before)
+            report_.error(line_, prefix_ + "no 'path'; allowed: " + join(kPathNames.words));
+        if ((rule->set & kSetSegments) && (rule->set & kSetSegmentBytes)) {
+            report_.warning(line_, prefix_ + "sets both segments and segment_bytes; segment_bytes wins");
+            rule->action.segments = 0;
+        }
+        if (!(rule->set & (kSetSegments | kSetSegmentBytes))) rule->action.segment_bytes = kDefaultSegmentBytes;
+        return report_.errors() == errors_before;
+    }
+
+private:
+    template <std::size_t N>
+    struct Names {
+        const char* words[N];
+    };
+    static constexpr Names<2> kFlavorNames{{"mpich", "openmpi"}};
+    static constexpr Names<3> kDtypeNames{{"float", "int", "other"}};
+    static constexpr Names<12> kOpNames{
+        {"sum", "prod", "min", "max", "land", "lor", "lxor", "band", "bor", "bxor", "minloc", "maxloc"}};
+    static constexpr Names<4> kPathNames{{"native", "pipelined", "multileader", "sharp"}};
+    static constexpr Names<2> kKernelNames{{"native", "simd"}};
+    static constexpr Names<3> kSharpModeNames{{"auto", "llt", "sat"}};
+    static constexpr Names<2> kSharpLeaderNames{{"node", "socket"}};
+    static_assert(sizeof kOpNames.words / sizeof *kOpNames.words == kernels::kOpCount, "op names follow kernels::Op");
+
+    void bad(const toml::node& node, const std::string& what, const std::string& allowed) {
+        report_.error(line_, prefix_ + key_ + " = " + render(node) + " " + what + "; allowed: " + allowed);
+    }
+    void wrong_type(const toml::node& node, const std::string& allowed) {
+        bad(node, std::string("is ") + type_phrase(node.type()), allowed);
+    }
+
+    void read_name(const toml::node& node, std::string* out) {
+        if (const auto* s = node.as_string()) *out = escape(s->get(), 60);
+        else wrong_type(node, "a string");
+    }
+
+    template <std::size_t N>
+    static int find(const Names<N>& names, std::string_view word) {
+        for (std::size_t i = 0; i < N; ++i)
+            if (word == names.words[i]) return static_cast<int>(i);
+        return -1;
+    }
+
+    template <typename Enum, std::size_t N>
+    bool read_choice(const toml::node& node, const Names<N>& names, Enum* out) {
+        const std::string allowed = join(names.words);
+        const auto* s = node.as_string();
+        if (s == nullptr) return wrong_type(node, allowed), false;
+        const int index = find(names, s->get());
+        if (index < 0) return bad(node, "is not recognized", allowed), false;
+        *out = static_cast<Enum>(index);
+        return true;
+    }
+
+    // A name or a list of names; bit i of *mask for names.words[i].
+    template <std::size_t N>
+    void read_set(const toml::node& node, const char* what, const Names<N>& names, uint32_t* mask) {
+        const std::string allowed = join(names.words) + ", or a list of them";
+        uint32_t bits = 0;
+        auto add = [&](const toml::node& element) {
+            const auto* s = element.as_string();
+            const int index = s ? find(names, s->get()) : -1;
+            if (index < 0) return false;
+            bits |= 1u << index;
+            return true;
+        };
+        if (node.is_string()) {
+            if (!add(node)) return bad(node, std::string("is not a known ") + what, allowed);
+        } else if (const auto* array = node.as_array()) {
+            for (const toml::node& element : *array)
+                if (!add(element)) {
+                    const std::string problem = element.is_string()
+                                                    ? "holds " + render(element) + ", not a known " + what
+                                                    : "holds " + std::string(type_phrase(element.type()));
+                    return bad(node, problem, allowed);
+                }
+            if (bits == 0) return bad(node, "matches nothing", allowed);
+        } else {
+            return wrong_type(node, allowed);
+        }
+        *mask = bits;
+    }
+
+    // Splits "lo..hi" / "lo..=hi"; false when there is no "..".
+    static bool split_range(std::string_view text, std::string_view* lo, std::string_view* hi, bool* inclusive) {
+        const std::size_t dots = text.find("..");
+        if (dots == std::string_view::npos) return false;
+        *lo = trim(text.substr(0, dots));
+        std::string_view rest = text.substr(dots + 2);
+        *inclusive = !rest.empty() && rest.front() == '=';
+        if (*inclusive) rest.remove_prefix(1);
+        *hi = trim(rest);
+        return true;
+    }
+
+    void read_counts(const toml::node& node, Interval* out) {
+        static const std::string allowed =
+            "a count such as 8, or a range such as \"2..\", \"1..=8\" (8 included), \"4..16\" (16 excluded)";
+        auto count = [](std::string_view text, uint64_t* v) {
+            int64_t n = 0;
+            if (!parse_integer(text, &n) || n < 0 || static_cast<uint64_t>(n) > kMaxCount) return false;
+            *v = static_cast<uint64_t>(n);
+            return true;
+        };
+        if (const auto* i = node.as_integer()) {
+            if (i->get() < 0 || static_cast<uint64_t>(i->get()) > kMaxCount) return bad(node, "is out of range", allowed);
+            *out = {static_cast<uint64_t>(i->get()), static_cast<uint64_t>(i->get()) + 1};
+            return;
+        }
+        const auto* s = node.as_string();
+        if (s == nullptr) return wrong_type(node, allowed);
+        std::string_view lo_text, hi_text;
+        bool inclusive = false;
+        Interval range;
+        if (!split_range(s->get(), &lo_text, &hi_text, &inclusive)) {
+            if (!count(trim(s->get()), &range.lo)) return bad(node, "is not a count or a range", allowed);
+            range.hi = range.lo + 1;
+        } else {
+            if (!lo_text.empty() && !count(lo_text, &range.lo)) return bad(node, "is not a range", allowed);
+            if (hi_text.empty()) {
+                if (inclusive) return bad(node, "is not a range", allowed);
+            } else {
+                if (!count(hi_text, &range.hi)) return bad(node, "is not a range", allowed);
+                if (inclusive) ++range.hi;
+            }
+        }
+        if (range.empty()) return bad(node, "is an empty range", allowed);
+        *out = range;
+    }
+
+    // Byte ranges become ranges of size buckets; bounds that are not powers of two are rounded down to one (with a
+    // warning) so that every size in a bucket gets the same rule.
+    void read_bytes(const toml::node& node, Interval* buckets) {
+        static const std::string allowed =
+            "a size range such as \"64K..4M\" (64K included, 4M excluded), \"4M..\" or \"..64K\"; bounds are 0 or "
+            "powers of two";
+        const auto* s = node.as_string();
+        if (s == nullptr) return wrong_type(node, allowed);
+        std::string_view lo_text, hi_text;
+        bool inclusive = false;
+        if (!split_range(s->get(), &lo_text, &hi_text, &inclusive)) return bad(node, "is not a range", allowed);
+        auto size = [](std::string_view text, uint64_t* v) {
+            int64_t n = 0;
+            if (!parse_size(text, &n)) return false;
+            *v = static_cast<uint64_t>(n);
+            return true;
+        };
+        Interval bytes;
+        if (!lo_text.empty() && !size(lo_text, &bytes.lo)) return bad(node, "is not a range", allowed);
+        if (hi_text.empty()) {
+            if (inclusive) return bad(node, "is not a range", allowed);
+        } else {
+            if (!size(hi_text, &bytes.hi)) return bad(node, "is not a range", allowed);
+            if (inclusive) ++bytes.hi;  // parse_size stays below 2^63: no overflow
+        }
+        if (bytes.empty()) return bad(node, "is an empty range", allowed);
+        const Interval written = bytes;
+        if (bytes.lo != 0 && !is_power_of_two(bytes.lo)) bytes.lo = floor_power_of_two(bytes.lo);
+        if (bytes.hi != kUnbounded && !is_power_of_two(bytes.hi)) bytes.hi = floor_power_of_two(bytes.hi);
+        Interval b{size_bucket(bytes.lo), bytes.hi == kUnbounded ? kUnbounded : size_bucket(bytes.hi)};
+        if (!(bytes == written)) {
+            if (bytes.empty())
+                return bad(node, "is empty once its bounds are rounded down to powers of two", allowed);
+            report_.warning(line_, prefix_ + key_ + " = " + render(node) +
+                                       ": bounds must be 0 or powers of two (decisions are made per power-of-two "
+                                       "size bucket); rounded down to \"" +
+                                       format_bytes_range(b) + "\"");
+        }
+        *buckets = b;
+    }
+
+    template <typename T>
+    void read_integer(const toml::node& node, OptionId option, T* out, uint32_t bit, RuleSpec* rule) {
+        const int64_t max = option_spec(option).max;
+        const std::string allowed = "an integer in [1, " + std::to_string(max) + "]";
+        const auto* i = node.as_integer();
+        if (i == nullptr) return wrong_type(node, allowed);
+        if (i->get() < 1 || i->get() > max) return bad(node, "is out of range", allowed);
+        *out = static_cast<T>(i->get());
+        rule->set |= bit;
+    }
+
+    void read_segment_bytes(const toml::node& node, RuleSpec* rule) {
+        const int64_t max = option_spec(OptionId::segment_bytes).max;
+        const std::string allowed = "a size in [1, " + format_size(max) + "] such as 256K or 1M";
+        int64_t v = 0;
+        if (const auto* i = node.as_integer()) v = i->get();
+        else if (const auto* s = node.as_string()) {
+            if (!parse_size(s->get(), &v)) return bad(node, "is not a size", allowed);
+        } else return wrong_type(node, allowed);
+        if (v < 1 || v > max) return bad(node, "is out of range", allowed);
+        rule->action.segment_bytes = static_cast<uint64_t>(v);
+        rule->set |= kSetSegmentBytes;
+    }
+
+    Reporter& report_;
+    std::string prefix_;
+    std::string key_;
+    int line_ = 1;
+};
+
+std::string rule_list(const std::vector<int>& indices) {
+    std::string out = indices.size() == 1 ? "rule " : "rules ";
+    for (std::size_t i = 0; i < indices.size(); ++i) {
+        if (i > 0) out += i + 1 == indices.size() ? " and " : ", ";
+        out += std::to_string(indices[i] + 1);
+    }
+    return out;
+}
+
+void read_document(const toml::table& root, Reporter& report, Table* table) {
+    bool have_version = false;
+    const toml::node* rules = nullptr;
+    int rules_line = 1;
+    for (auto&& [key, node] : root) {
+        const int line = line_of(key.source());
+        if (key.str() == "version") {
+            have_version = true;
+            const auto* i = node.as_integer();
+            if (i == nullptr)
+                report.error(line, "version = " + render(node) + " is " + type_phrase(node.type()) + "; allowed: 1");
+            else if (i->get() != kPolicyVersion)
+                report.error(line, "version = " + render(node) + " is not supported; allowed: 1 (this ARShim reads "
+                                   "policy format version 1)");
+        } else if (key.str() == "rule") {
+            rules = &node;
+            rules_line = line;
+        } else {
+            report.error(line, "unknown top-level key '" + escape(key.str(), 40) + "'" +
+                                   did_you_mean(key.str(), kTopKeys) + "; allowed: " + join(kTopKeys) +
+                                   " (rules are [[rule]] tables)");
+        }
+    }
+    if (!have_version) report.error(1, "missing 'version = 1' (the policy format version) before the first [[rule]]");
+
+    const toml::array* array = rules ? rules->as_array() : nullptr;
+    if (rules != nullptr && array == nullptr) {
+        report.error(rules_line, std::string("'rule' is ") + type_phrase(rules->type()) +
+                                     "; write each rule as a [[rule]] table (an array of tables)");
+        return;
+    }
+    if (array == nullptr || array->empty()) {
+        report.warning(rules_line, "no [[rule]] tables: no call matches this table");
+        return;
+    }
+    int number = 0;
+    bool all_read = true;
+    for (const toml::node& element : *array) {
+        ++number;
+        const auto* rule_table = element.as_table();
+        if (rule_table == nullptr) {
+            report.error(line_of(element.source()), "rule " + std::to_string(number) + " is " +
+                                                         type_phrase(element.type()) +
+                                                         "; write each rule as a [[rule]] table (an array of tables)");
+            all_read = false;
+            continue;
+        }
+        RuleSpec rule;
+        rule.line = line_of(rule_table->source());
+        rule.number = number;
+        if (RuleReader(report, number).read(*rule_table, &rule)) table->rules.push_back(std::move(rule));
+        else all_read = false;
+    }
+    if (!all_read) return;  // the unreachable check needs every rule
+
+    std::vector<Box> boxes;
+    for (const RuleSpec& rule : table->rules) boxes.push_back(rule.match);
+    for (std::size_t i = 0; i < boxes.size(); ++i) {
+        if (boxes[i].possible().empty()) {
+            report.warning(table->rules[i].line, "rule " + std::to_string(i + 1) +
+                                                     " can never match: ppn, nodes and comm_size are at least 1");
+            continue;
+        }
+        const std::vector<int> hiding = covering_boxes(boxes, i);
+        if (!hiding.empty())
+            report.warning(table->rules[i].line, "rule " + std::to_string(i + 1) +
+                                                     " can never match: every call it matches is matched first by " +
+                                                     rule_list(hiding));
+    }
+}
+
+}  // namespace
+
+Table read_table(std::string_view text, const std::string& source) {
+    Table table;
+    table.source = source;
+    Reporter report(table.source);
+#if TOML_EXCEPTIONS
+    try {
+        const toml::table root = toml::parse(text);
+        read_document(root, report, &table);
+    } catch (const toml::parse_error& error) {
+        report.error(line_of(error.source()), "TOML syntax error at column " +
+                                                  std::to_string(error.source().begin.column) + ": " +
+                                                  escape(error.description(), 200));
+    }
+#else
+    toml::parse_result parsed = toml::parse(text);
+    if (parsed) {
+        read_document(parsed.table(), report, &table);
+    } else {
+        const toml::parse_error& error = parsed.error();
+        report.error(line_of(error.source()), "TOML syntax error at column " +
+                                                  std::to_string(error.source().begin.column) + ": " +
+                                                  escape(error.description(), 200));
+    }
+#endif
+    if (report.errors() > 0) table.rules.clear();
+    report.finish(&table);
+    return table;
+}
+
+// ---- text forms ----
+
+namespace {
+// format_size for the whole uint64 range (bucket 64 starts at 2^63).
+std::string size_text(uint64_t bytes) {
+    static const char* const units[] = {"", "K", "M", "G", "T"};
+    int unit = 0;
+    while (unit < 4 && bytes != 0 && bytes % 1024 == 0) bytes /= 1024, ++unit;
+    return std::to_string(bytes) + units[unit];
+}
+}  // namespace
+
+std::string format_bytes_range(const Interval& buckets) {
+    if (buckets.any()) return "any";
+    std::string out = buckets.lo == 0 ? "" : size_text(bucket_floor(static_cast<uint32_t>(std::min<uint64_t>(buckets.lo, 64))));
+    out += "..";
+    if (buckets.hi < kBucketCount) out += size_text(bucket_floor(static_cast<uint32_t>(buckets.hi)));
+    return out;
+}
+
+std::string format_count_range(const Interval& counts) {
+    if (counts.any()) return "any";
+    if (counts.hi != kUnbounded && counts.hi == counts.lo + 1) return std::to_string(counts.lo);
+    std::string out = counts.lo == 0 ? "" : std::to_string(counts.lo);
+    out += "..";
+    if (counts.hi != kUnbounded) out += "=" + std::to_string(counts.hi - 1);
+    return out;
+}
+
+namespace {
+template <typename Enum>
+std::string format_set(uint32_t mask, uint32_t all, std::size_t count, const char* (*name)(Enum)) {
+    if ((mask & all) == all) return "any";
+    std::string out;
+    for (std::size_t i = 0; i < count; ++i)
+        if (mask & (1u << i)) {
+            if (!out.empty()) out += ',';
+            out += name(static_cast<Enum>(i));
+        }
+    return out.empty() ? "none" : out;
+}
+}  // namespace
+
+std::string format_dtypes(uint32_t mask) { return format_set(mask, kAllDtypes, kDtypeClassCount, dtype_class_name); }
+std::string format_ops(uint32_t mask) { return format_set(mask, kAllOps, kernels::kOpCount, op_name); }
+std::string format_flavors(uint32_t mask) { return format_set(mask, kAllFlavors, kFlavorCount, flavor_name); }
+
+}  // namespace arshim::policy

@@ -1,0 +1,69 @@
+// A policy table as read from TOML (a file or the built-in default.toml), before the environment's overrides and
+// the MPI flavor are applied. Policy (policy.h) is built from it; the tools and tests use it directly.
+//
+// The format (version 1) is documented with examples in docs/policy.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "policy/box.h"
+#include "policy/policy.h"
+
+namespace arshim::policy {
+
+// Which action keys a rule wrote itself; the others hold the defaults below.
+enum SetBits : uint32_t {
+    kSetSegments = 1u << 0,
+    kSetSegmentBytes = 1u << 1,
+    kSetWindow = 1u << 2,
+    kSetLeaders = 1u << 3,
+    kSetPipelineK = 1u << 4,
+    kSetKernel = 1u << 5,
+    kSetSharpMode = 1u << 6,
+    kSetSharpLeaders = 1u << 7,
+};
+
+// Every rule carries every parameter, so a path forced with ARSHIM_PATH always runs with sane values. A rule that
+// sets neither segments nor segment_bytes gets kDefaultSegmentBytes.
+constexpr uint64_t kDefaultSegmentBytes = uint64_t{1} << 20;
+constexpr uint32_t kDefaultWindow = 8;
+constexpr uint32_t kDefaultLeaders = 1;
+constexpr uint32_t kDefaultPipelineK = 1;
+
+struct RuleSpec {
+    Box match;
+    Decision action;     // path and every parameter (defaults where the rule is silent); action.rule == -1
+    uint32_t set = 0;    // SetBits
+    std::string name;    // optional `name`
+    int line = 0;        // line of the [[rule]] header
+    int number = 0;      // 1-based position in the file
+};
+
+// Reading never stops at the first problem. Each problem is one complete line, "<source>:<line>: ..." for errors
+// and "<source>:<line>: warning: ..." for warnings, sorted by line. Any error makes the table unusable: a
+// half-read table is never used.
+struct Table {
+    std::string source;
+    std::vector<RuleSpec> rules;
+    std::vector<std::string> problems;
+    int errors = 0;
+    int warnings = 0;
+    bool usable() const { return errors == 0; }
+};
+
+// The schema version this build reads.
+constexpr int64_t kPolicyVersion = 1;
+
+Table read_table(std::string_view text, const std::string& source);
+
+// Text forms shared by messages, `arshim-policy show` and the tests.
+std::string format_bytes_range(const Interval& buckets);  // "64K..4M", "4M..", "..64K", "any"
+std::string format_count_range(const Interval& counts);   // "8", "2..", "1..=8", "any"
+std::string format_dtypes(uint32_t mask);                  // "float,int" or "any"
+std::string format_ops(uint32_t mask);
+std::string format_flavors(uint32_t mask);
+
+}  // namespace arshim::policy

@@ -1,0 +1,202 @@
+#include "shim/comm_context.h"
+
+#include <algorithm>
+#include <mutex>
+
+#include "shim/log.h"
+#include "shim/mpi_util.h"
+#include "shim/paths.h"
+#include "shim/runtime.h"
+#include "shim/stats.h"
+
+namespace arshim {
+
+namespace {
+
+int g_keyval = MPI_KEYVAL_INVALID;
+std::once_flag g_keyval_once;
+
+// Live contexts in creation order, for release at finalize. Touched only when a context is created or freed.
+std::mutex g_registry_mutex;
+std::vector<CommContext*> g_registry;
+
+int delete_callback(MPI_Comm, int, void* attribute, void*) {
+    auto* ctx = static_cast<CommContext*>(attribute);
+    {
+        std::lock_guard<std::mutex> lock(g_registry_mutex);
+        g_registry.erase(std::remove(g_registry.begin(), g_registry.end(), ctx), g_registry.end());
+    }
+    delete ctx;  // releases its MPI resources unless finalize already did
+    return MPI_SUCCESS;
+}
+
+int keyval() {
+    std::call_once(g_keyval_once, [] {
+        // MPI_COMM_NULL_COPY_FN: a duplicated communicator gets a context of its own, built on its first call.
+        PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_callback, &g_keyval, nullptr);
+    });
+    return g_keyval;
+}
+
+void free_comm(MPI_Comm* comm) {
+    if (*comm != MPI_COMM_NULL) PMPI_Comm_free(comm);
+    *comm = MPI_COMM_NULL;
+}
+
+}  // namespace
+
+CommContext* CommContext::get(MPI_Comm comm) {
+    const int key = keyval();
+    void* attribute = nullptr;
+    int found = 0;
+    PMPI_Comm_get_attr(comm, key, &attribute, &found);
+    if (found) return static_cast<CommContext*>(attribute);
+
+    auto* ctx = new CommContext;
+    ctx->build(comm);
+    PMPI_Comm_set_attr(comm, key, ctx);
+    std::lock_guard<std::mutex> lock(g_registry_mutex);
+    g_registry.push_back(ctx);
+    return ctx;
+}
+
+void CommContext::build(MPI_Comm user_comm) {
+    const Runtime& rt = runtime();
+    comm = user_comm;
+    config = &rt.config;
+    policy = rt.policy.get();
+
+    int is_inter = 0;
+    PMPI_Comm_test_inter(user_comm, &is_inter);
+    inter = is_inter != 0;
+    if (inter) return;  // intercommunicators always go native; nothing collective is done for them
+
+    PMPI_Comm_rank(user_comm, &rank);
+    PMPI_Comm_size(user_comm, &size);
+    node_of_rank.assign(static_cast<std::size_t>(size), 0);
+    node_sizes.assign(1, size);
+    if (size == 1) return;
+
+    // Node split. ARSHIM_VIRTUAL_PPN=k (tests, emulation) makes every k consecutive world ranks one node.
+    const int64_t virtual_ppn = config->number(OptionId::virtual_ppn);
+    if (virtual_ppn > 0) {
+        const int color = rt.world_rank / static_cast<int>(virtual_ppn);
+        PMPI_Comm_split(user_comm, color, rank, &node_comm);
+    } else {
+        PMPI_Comm_split_type(user_comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node_comm);
+    }
+    PMPI_Comm_rank(node_comm, &node_rank);
+    PMPI_Comm_size(node_comm, &node_size);
+
+    // Node index: the order of each node's lowest rank (its node-rank 0) in this communicator.
+    MPI_Comm heads = MPI_COMM_NULL;
+    PMPI_Comm_split(user_comm, node_rank == 0 ? 0 : MPI_UNDEFINED, rank, &heads);
+    int index_and_count[2] = {0, 0};
+    if (heads != MPI_COMM_NULL) {
+        PMPI_Comm_rank(heads, &index_and_count[0]);
+        PMPI_Comm_size(heads, &index_and_count[1]);
+        PMPI_Comm_free(&heads);
+    }
+    PMPI_Bcast(index_and_count, 2, MPI_INT, 0, node_comm);
+    node_index = index_and_count[0];
+    node_count = index_and_count[1];
+
+    PMPI_Allgather(&node_index, 1, MPI_INT, node_of_rank.data(), 1, MPI_INT, user_comm);
+    node_sizes.assign(static_cast<std::size_t>(node_count), 0);
+    for (int node : node_of_rank) ++node_sizes[static_cast<std::size_t>(node)];
+    ppn_min = *std::min_element(node_sizes.begin(), node_sizes.end());
+    ppn_max = *std::max_element(node_sizes.begin(), node_sizes.end());
+    ppn_uniform = ppn_min == ppn_max;
+    nodes_contiguous = true;
+    for (int r = 1; r < size; ++r)
+        if (node_of_rank[r] != node_of_rank[r - 1] && node_of_rank[r] != node_of_rank[r - 1] + 1)
+            nodes_contiguous = false;
+
+    agree_on_settings();
+    log::debug("context: comm size {} rank {}, node {}/{} (rank {} of {}), ppn {}..{}{}", size, rank, node_index,
+               node_count, node_rank, node_size, ppn_min, ppn_max, nodes_contiguous ? "" : ", nodes interleaved");
+}
+
+// The ranks of this communicator must decide alike. When MPI_Init was intercepted all ranks hold world rank 0's
+// settings already; otherwise each read its own environment, so compare digests and, if they differ, adopt this
+// communicator's rank 0 settings (and say so once).
+void CommContext::agree_on_settings() {
+    const Runtime& rt = runtime();
+    if (rt.config_agreed) return;
+    uint64_t digest = config->digest() ^ std::hash<std::string>{}(rt.policy_text);
+    // Signed MAX of {d, ~d}: equal on all ranks exactly when every rank has the same d (independent of the
+    // library's unsigned MIN/MAX handling, pmodels/mpich#6083).
+    long long values[2] = {static_cast<long long>(digest), static_cast<long long>(~digest)};
+    long long maxima[2] = {0, 0};
+    PMPI_Allreduce(values, maxima, 2, MPI_LONG_LONG, MPI_MAX, comm);
+    if (static_cast<uint64_t>(maxima[0]) == ~static_cast<uint64_t>(maxima[1])) return;
+
+    std::string blob = Config::serialize(config->pairs());
+    bcast_string(blob, 0, comm);
+    std::string policy_text = rt.policy_text;
+    int have_file = rt.have_policy_file ? 1 : 0;
+    PMPI_Bcast(&have_file, 1, MPI_INT, 0, comm);
+    bcast_string(policy_text, 0, comm);
+    own_config_ = std::make_unique<Config>(Config::from_pairs(Config::deserialize(blob), nullptr));
+    policy::LoadResult loaded = policy::load_policy(*own_config_, have_file ? &policy_text : nullptr,
+                                                    own_config_->text(OptionId::policy), mpi_flavor());
+    own_policy_ = loaded.policy;
+    config = own_config_.get();
+    policy = own_policy_.get();
+    if (rank == 0 && log::first_time("settings-disagree"))
+        log::warn("ranks of a communicator have different ARSHIM_* settings (MPI_Init was not intercepted); "
+                  "using those of its rank 0");
+}
+
+const policy::Decision& CommContext::decide(uint64_t bytes, MPI_Datatype datatype, MPI_Op op, const TypeInfo& type,
+                                            kernels::Op kop) {
+    const uint32_t bucket = stats::bucket_of(bytes);
+    const uintptr_t dt_bits = handle_bits(datatype);
+    const uintptr_t op_bits = handle_bits(op);
+    std::size_t slot = (dt_bits * 0x9E3779B97F4A7C15ull ^ op_bits * 0xC2B2AE3D27D4EB4Full ^ bucket) & (kCacheSize - 1);
+    policy::CallFacts facts;
+    for (std::size_t probe = 0; probe < 8; ++probe, slot = (slot + 1) & (kCacheSize - 1)) {
+        CacheEntry& entry = cache_[slot];
+        if (entry.used && entry.datatype == dt_bits && entry.op == op_bits && entry.bucket == bucket)
+            return entry.decision;
+        if (!entry.used) {
+            facts = {bytes, static_cast<uint32_t>(ppn_max), static_cast<uint32_t>(node_count),
+                     static_cast<uint32_t>(size), ppn_uniform, type.dclass, kop};
+            entry.decision = policy->decide(facts);
+            entry.datatype = dt_bits;
+            entry.op = op_bits;
+            entry.bucket = bucket;
+            entry.used = true;
+            if (log::enabled(log::Level::debug))
+                log::debug("decision: comm size {}, {} B of {} with {}: {} (rule {})", size, bytes,
+                           datatype_name(datatype), mpi_op_name(op), policy::path_name(entry.decision.path),
+                           policy->describe_rule(entry.decision.rule));
+            return entry.decision;
+        }
+    }
+    facts = {bytes, static_cast<uint32_t>(ppn_max), static_cast<uint32_t>(node_count), static_cast<uint32_t>(size),
+             ppn_uniform, type.dclass, kop};
+    uncached_ = policy->decide(facts);
+    return uncached_;
+}
+
+void CommContext::release_mpi_resources() {
+    if (released_) return;
+    released_ = true;
+    release_sharp(*this);
+    release_multileader(*this);
+    free_comm(&node_comm);
+}
+
+CommContext::~CommContext() { release_mpi_resources(); }
+
+void CommContext::release_all() {
+    std::vector<CommContext*> live;
+    {
+        std::lock_guard<std::mutex> lock(g_registry_mutex);
+        live = g_registry;
+    }
+    for (CommContext* ctx : live) ctx->release_mpi_resources();
+}
+
+}  // namespace arshim

@@ -1,0 +1,89 @@
+// Per-communicator context: what ARShim knows about a communicator's layout (nodes, ppn, leaders), the settings
+// its ranks agreed on, a decision cache, and the resources the paths create lazily (leader communicators, the node
+// shared-memory window). Cached on the communicator with an attribute keyval, built on the first allreduce on that
+// communicator (a collective call, so building it collectively is safe), freed by the keyval's delete callback.
+#pragma once
+
+#include <mpi.h>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "policy/config.h"
+#include "policy/policy.h"
+#include "shim/mpi_types.h"
+
+namespace arshim {
+
+struct MultileaderState;  // shim/path_multileader.cpp
+struct SharpState;        // shim/path_sharp.cpp
+
+class CommContext {
+public:
+    // The context of `comm`, built on first use. Collective over `comm` the first time (all ranks of `comm` are in
+    // the same MPI_Allreduce call then). Never returns nullptr for a valid communicator.
+    static CommContext* get(MPI_Comm comm);
+
+    // Releases the MPI resources of every live context, in creation order (which is the same relative order on all
+    // ranks, since contexts are created inside collective calls). Called once at finalize.
+    static void release_all();
+
+    // --- layout, identical on every rank of the communicator ---
+    MPI_Comm comm = MPI_COMM_NULL;  // the user's communicator (not owned)
+    bool inter = false;             // intercommunicator: always native
+    int rank = 0;
+    int size = 1;
+    MPI_Comm node_comm = MPI_COMM_NULL;  // ranks of this communicator on my node (owned)
+    int node_rank = 0;
+    int node_size = 1;
+    int node_index = 0;   // my node's index, 0..node_count-1, in order of each node's lowest rank
+    int node_count = 1;
+    int ppn_min = 1;
+    int ppn_max = 1;
+    bool ppn_uniform = true;
+    bool nodes_contiguous = true;    // every node's ranks are consecutive in this communicator
+    std::vector<int> node_of_rank;   // comm rank -> node index
+    std::vector<int> node_sizes;     // node index -> ranks on that node
+
+    // --- settings the ranks of this communicator agreed on ---
+    const Config* config = nullptr;
+    const policy::Policy* policy = nullptr;
+
+    // Decision for a call, memoized per (size bucket, datatype, op): O(1), no allocation after the first call for
+    // a key. Pure function of identical inputs, so identical on all ranks.
+    const policy::Decision& decide(uint64_t bytes, MPI_Datatype datatype, MPI_Op op, const TypeInfo& type,
+                                   kernels::Op kop);
+
+    // --- lazily created path state (owned; released through the paths' release functions in paths.h) ---
+    MultileaderState* multileader = nullptr;
+    SharpState* sharp = nullptr;
+
+    ~CommContext();
+    void release_mpi_resources();  // idempotent
+
+private:
+    CommContext() = default;
+    void build(MPI_Comm user_comm);
+    void agree_on_settings();
+
+    struct CacheEntry {
+        uintptr_t datatype = 0;
+        uintptr_t op = 0;
+        uint32_t bucket = 0;
+        bool used = false;
+        policy::Decision decision;
+    };
+    static constexpr std::size_t kCacheSize = 256;  // power of two
+    std::array<CacheEntry, kCacheSize> cache_{};
+    policy::Decision uncached_;  // when the cache is full (many distinct datatypes): computed per call
+
+    // Settings adopted from comm rank 0 when this communicator's ranks did not agree (MPI_Init not intercepted
+    // and different environments).
+    std::unique_ptr<Config> own_config_;
+    std::shared_ptr<const policy::Policy> own_policy_;
+    bool released_ = false;
+};
+
+}  // namespace arshim

@@ -1,0 +1,40 @@
+// Mapping of MPI handles to ARShim kernel types and ops. Built once at init (build_type_map) so the per-call
+// lookups are a few loads, with no allocation and no lock.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+
+#include "kernels/kernels.h"
+#include "policy/policy.h"
+
+namespace arshim {
+
+// Coarse class used by the policy table ("float", "int", "other").
+using DtypeClass = policy::DtypeClass;
+
+struct TypeInfo {
+    bool predefined = false;      // a named (predefined) datatype ARShim knows
+    kernels::Type type{};         // valid when predefined
+    uint32_t size = 0;            // bytes per element
+    DtypeClass dclass = DtypeClass::other;
+};
+
+// Fills the tables; call once after MPI is initialized (MPI_Type_size etc. are needed for MPI_LONG, MPI_AINT,
+// Fortran types). Idempotent.
+void build_type_map();
+
+// Info about a datatype handle; predefined == false for derived or unknown types.
+TypeInfo type_info(MPI_Datatype datatype);
+
+// The kernel op for a predefined MPI op; false for user-defined ops, MPI_REPLACE, MPI_NO_OP.
+bool kernel_op(MPI_Op op, kernels::Op* out);
+
+// True when the MPI standard allows `op` on `datatype` AND ARShim's kernels implement it.
+bool kernel_supports(MPI_Op op, MPI_Datatype datatype);
+
+const char* datatype_name(MPI_Datatype datatype);  // "MPI_INT", ... or "derived"
+const char* mpi_op_name(MPI_Op op);                // "MPI_SUM", ... or "user"
+
+}  // namespace arshim

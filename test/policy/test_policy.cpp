@@ -1,0 +1,427 @@
+// Decisions: matching order, ranges, MPI flavors, environment overrides, file fallback, bucket constancy, and the
+// shipped policy/default.toml.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "policy/policy.h"
+#include "policy/rules.h"
+
+using namespace arshim;
+using namespace arshim::policy;
+
+namespace {
+
+const std::string kDefaultTomlPath = std::string(ARSHIM_SOURCE_ROOT) + "/policy/default.toml";
+
+std::string file_text(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    REQUIRE(in);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+Config env(const EnvPairs& pairs) {
+    std::vector<std::string> problems;
+    Config c = Config::from_pairs(pairs, &problems);
+    REQUIRE(problems.empty());
+    return c;
+}
+
+LoadResult load(const std::string& text, const Config& cfg = Config(), const std::string& flavor = "mpich") {
+    return load_policy(cfg, &text, "p.toml", flavor);
+}
+
+CallFacts call(uint64_t bytes, uint32_t ppn = 4, uint32_t nodes = 2, DtypeClass dclass = DtypeClass::floating,
+               kernels::Op op = kernels::Op::sum) {
+    CallFacts f;
+    f.bytes = bytes;
+    f.ppn = ppn;
+    f.nodes = nodes;
+    f.comm_size = ppn * nodes;
+    f.dclass = dclass;
+    f.op = op;
+    return f;
+}
+
+bool same(const Decision& a, const Decision& b) {
+    return a.path == b.path && a.segments == b.segments && a.segment_bytes == b.segment_bytes &&
+           a.window == b.window && a.leaders == b.leaders && a.pipeline_k == b.pipeline_k && a.kernel == b.kernel &&
+           a.sharp_mode == b.sharp_mode && a.sharp_leaders == b.sharp_leaders && a.rule == b.rule;
+}
+
+// What the shim may rely on, whatever the table and the environment say.
+void check_sane(const Decision& d) {
+    CHECK((d.segment_bytes >= 1 || d.segments >= 1));
+    CHECK(d.window >= 1);
+    CHECK(d.leaders >= 1);
+    CHECK(d.pipeline_k >= 1);
+    CHECK(static_cast<int>(d.path) < static_cast<int>(Path::count));
+}
+
+// Line of the n-th (1-based) [[rule]] header in a text.
+int rule_line(const std::string& text, int n) {
+    std::istringstream in(text);
+    std::string line;
+    int number = 0;
+    for (int i = 1; std::getline(in, line); ++i)
+        if (line.rfind("[[rule]]", 0) == 0 && ++number == n) return i;
+    return -1;
+}
+
+const char* const kTable = R"(version = 1
+
+[[rule]]
+name = "one node"
+nodes = 1
+path = "native"
+
+[[rule]]
+mpi = "openmpi"
+bytes = "64K..4M"
+path = "multileader"
+leaders = 4
+
+[[rule]]
+bytes = "64K..4M"
+ppn = "2..=8"
+dtype = ["float", "int"]
+op = ["sum", "max"]
+path = "multileader"
+leaders = 2
+pipeline_k = 2
+kernel = "simd"
+
+[[rule]]
+bytes = "4M.."
+path = "pipelined"
+segments = 16
+window = 4
+
+[[rule]]
+bytes = "..64"
+comm_size = "..=64"
+path = "sharp"
+sharp_mode = "llt"
+sharp_leaders = "socket"
+)";
+
+}  // namespace
+
+TEST_CASE("size_bucket matches the shim's stats buckets", "[policy]") {
+    CHECK(size_bucket(0) == 0);
+    CHECK(size_bucket(1) == 1);
+    CHECK(size_bucket(2) == 2);
+    CHECK(size_bucket(3) == 2);
+    CHECK(size_bucket(4) == 3);
+    CHECK(size_bucket(65535) == 16);
+    CHECK(size_bucket(65536) == 17);
+    CHECK(size_bucket(uint64_t{1} << 63) == 64);
+    CHECK(size_bucket(~uint64_t{0}) == 64);
+    for (uint32_t b = 1; b < kBucketCount; ++b) {
+        CHECK(size_bucket(bucket_floor(b)) == b);
+        CHECK(size_bucket(bucket_floor(b) - 1) == b - 1);
+    }
+}
+
+TEST_CASE("the built-in policy: native, pipelined from 4 MiB", "[policy][default]") {
+    const LoadResult r = load_policy(Config(), nullptr, "", "mpich");
+    CHECK(r.problems.empty());
+    CHECK_FALSE(r.file_used);
+    const Policy& p = *r.policy;
+    CHECK(p.source() == "built-in default.toml");
+    const Decision big = p.decide(call(4 << 20));
+    CHECK(big.path == Path::pipelined);
+    CHECK(big.segment_bytes == 1 << 20);
+    CHECK(big.segments == 0);
+    CHECK(big.window == 8);
+    CHECK(big.kernel == KernelChoice::native);
+    CHECK(p.describe_rule(big.rule) ==
+          "built-in default.toml:" + std::to_string(rule_line(builtin_policy_text(), 1)));
+    CHECK(p.decide(call(uint64_t{1} << 40)).path == Path::pipelined);
+    CHECK(p.decide(call((4 << 20) - 1)).path == Path::native);
+    CHECK(p.decide(call(0)).path == Path::native);
+    CHECK(p.decide(call(8, 1, 1)).path == Path::native);
+    CHECK(p.describe_rule(p.decide(call(8)).rule) ==
+          "built-in default.toml:" + std::to_string(rule_line(builtin_policy_text(), 2)));
+    CHECK(p.describe_rule(-1) == "no matching rule");
+    CHECK(describe_decision(big) == "pipelined segment_bytes=1M window=8 kernel=native");
+}
+
+TEST_CASE("policy/default.toml: zero problems, and the library holds exactly this file", "[policy][default]") {
+    const std::string text = file_text(kDefaultTomlPath);
+    CHECK(text == builtin_policy_text());
+    const Table t = read_table(text, "default.toml");
+    CHECK(t.problems.empty());
+    CHECK(t.rules.size() >= 1);
+    // The last built-in rule catches everything: no call is left to the no-match fallback.
+    Box all;
+    CHECK(t.rules.back().match.covers(all));
+}
+
+TEST_CASE("first match wins, in file order", "[policy]") {
+    const LoadResult r = load(kTable);
+    REQUIRE(r.problems.empty());
+    CHECK(r.file_used);
+    const Policy& p = *r.policy;
+    CHECK(p.source() == "p.toml");
+    CHECK(p.rules().size() == 4);  // the openmpi rule is pruned for mpich
+
+    // Rule 1 (one node) wins over everything after it.
+    CHECK(p.decide(call(8 << 20, 4, 1)).path == Path::native);
+    CHECK(p.describe_rule(p.decide(call(8 << 20, 4, 1)).rule) == "p.toml:3");
+
+    const Decision ml = p.decide(call(1 << 20));
+    CHECK(ml.path == Path::multileader);
+    CHECK(ml.leaders == 2);
+    CHECK(ml.pipeline_k == 2);
+    CHECK(ml.kernel == KernelChoice::simd);
+    CHECK(p.describe_rule(ml.rule) == "p.toml:14");
+    CHECK(describe_decision(ml) == "multileader leaders=2 pipeline_k=2 kernel=simd");
+
+    const Decision pl = p.decide(call(4 << 20));
+    CHECK(pl.path == Path::pipelined);
+    CHECK(pl.segments == 16);
+    CHECK(pl.segment_bytes == 0);
+    CHECK(pl.window == 4);
+    CHECK(describe_decision(pl) == "pipelined segments=16 window=4 kernel=native");
+
+    const Decision sh = p.decide(call(32));
+    CHECK(sh.path == Path::sharp);
+    CHECK(describe_decision(sh) == "sharp sharp_mode=llt sharp_leaders=socket");
+
+    // No rule: native, rule -1.
+    const Decision none = p.decide(call(1024));
+    CHECK(none.path == Path::native);
+    CHECK(none.rule == -1);
+}
+
+TEST_CASE("range edges", "[policy]") {
+    const Policy& p = *load(kTable).policy;
+    // bytes "64K..4M": 64K in, 4M out (4M goes to the pipelined rule).
+    CHECK(p.decide(call(65535)).path == Path::native);
+    CHECK(p.decide(call(65536)).path == Path::multileader);
+    CHECK(p.decide(call((4 << 20) - 1)).path == Path::multileader);
+    CHECK(p.decide(call(4 << 20)).path == Path::pipelined);
+    // ppn "2..=8".
+    CHECK(p.decide(call(1 << 20, 1)).path == Path::native);
+    CHECK(p.decide(call(1 << 20, 2)).path == Path::multileader);
+    CHECK(p.decide(call(1 << 20, 8)).path == Path::multileader);
+    CHECK(p.decide(call(1 << 20, 9)).path == Path::native);
+    // comm_size "..=64", bytes "..64".
+    CHECK(p.decide(call(63, 32, 2)).path == Path::sharp);
+    CHECK(p.decide(call(64, 32, 2)).path == Path::native);
+    CHECK(p.decide(call(63, 33, 2)).path == Path::native);
+    CHECK(p.decide(call(0, 32, 2)).path == Path::sharp);
+}
+
+TEST_CASE("datatype class and op sets", "[policy]") {
+    const Policy& p = *load(kTable).policy;
+    CHECK(p.decide(call(1 << 20, 4, 2, DtypeClass::integer, kernels::Op::max)).path == Path::multileader);
+    CHECK(p.decide(call(1 << 20, 4, 2, DtypeClass::other, kernels::Op::sum)).path == Path::native);
+    CHECK(p.decide(call(1 << 20, 4, 2, DtypeClass::floating, kernels::Op::prod)).path == Path::native);
+    CHECK(p.decide(call(1 << 20, 4, 2, DtypeClass::floating, kernels::Op::count)).path == Path::native);
+}
+
+TEST_CASE("rules for one MPI apply to that MPI only", "[policy]") {
+    const Policy& ompi = *load(kTable, Config(), "openmpi").policy;
+    CHECK(ompi.rules().size() == 5);
+    const Decision d = ompi.decide(call(1 << 20, 16, 2, DtypeClass::other, kernels::Op::bor));
+    CHECK(d.path == Path::multileader);
+    CHECK(d.leaders == 4);
+    CHECK(ompi.describe_rule(d.rule) == "p.toml:8");
+
+    const Policy& mpich = *load(kTable, Config(), "mpich").policy;
+    CHECK(mpich.decide(call(1 << 20, 16, 2, DtypeClass::other, kernels::Op::bor)).path == Path::native);
+
+    // No flavor: every rule is listed, flavor-restricted ones never match.
+    const LoadResult any = load(kTable, Config(), "");
+    CHECK(any.problems.empty());
+    CHECK(any.policy->rules().size() == 5);
+    CHECK(any.policy->decide(call(1 << 20, 16, 2, DtypeClass::other, kernels::Op::bor)).path == Path::native);
+
+    const LoadResult bad = load(kTable, Config(), "intel");
+    CHECK(bad.problems == std::vector<std::string>{"policy: unknown MPI flavor 'intel'; allowed: mpich, openmpi "
+                                                   "(rules restricted by 'mpi' never match)"});
+}
+
+TEST_CASE("environment overrides beat the table", "[policy][overrides]") {
+    SECTION("ARSHIM_PATH forces the path; the matched rule still supplies the parameters") {
+        const Policy& p = *load(kTable, env({{"ARSHIM_PATH", "pipelined"}})).policy;
+        const Decision d = p.decide(call(4 << 20));
+        CHECK(d.path == Path::pipelined);
+        CHECK(d.segments == 16);
+        const Decision small = p.decide(call(1024));  // no rule: the fallback, forced too
+        CHECK(small.path == Path::pipelined);
+        CHECK(small.rule == -1);
+        check_sane(small);
+        CHECK(p.overrides() == "ARSHIM_PATH=pipelined");
+        CHECK(p.source() == "p.toml; overrides: ARSHIM_PATH=pipelined");
+    }
+    SECTION("ARSHIM_PATH=auto follows the table") {
+        const Policy& p = *load(kTable, env({{"ARSHIM_PATH", "auto"}})).policy;
+        CHECK(p.decide(call(4 << 20)).path == Path::pipelined);
+        CHECK(p.decide(call(1 << 20)).path == Path::multileader);
+        CHECK(p.overrides().empty());
+        CHECK(p.source() == "p.toml");
+    }
+    SECTION("ARSHIM_SEGMENTS replaces a rule's segment size") {
+        const Policy& p = *load_policy(env({{"ARSHIM_SEGMENTS", "3"}}), nullptr, "", "mpich").policy;
+        const Decision d = p.decide(call(8 << 20));
+        CHECK(d.segments == 3);
+        CHECK(d.segment_bytes == 0);
+    }
+    SECTION("ARSHIM_SEGMENT_BYTES wins over ARSHIM_SEGMENTS") {
+        const Policy& p = *load(kTable, env({{"ARSHIM_SEGMENTS", "3"}, {"ARSHIM_SEGMENT_BYTES", "256K"}})).policy;
+        const Decision d = p.decide(call(8 << 20));
+        CHECK(d.segment_bytes == 256 << 10);
+        CHECK(d.segments == 0);
+        CHECK(p.overrides() == "ARSHIM_SEGMENT_BYTES=256K");
+    }
+    SECTION("window, leaders, pipeline_k, kernel") {
+        const Policy& p = *load(kTable, env({{"ARSHIM_WINDOW", "2"},
+                                             {"ARSHIM_LEADERS", "7"},
+                                             {"ARSHIM_PIPELINE_K", "5"},
+                                             {"ARSHIM_KERNEL_FOR_MPI", "native"}}))
+                               .policy;
+        const Decision ml = p.decide(call(1 << 20));
+        CHECK(ml.leaders == 7);
+        CHECK(ml.pipeline_k == 5);
+        CHECK(ml.kernel == KernelChoice::native);  // the rule said simd
+        CHECK(p.decide(call(4 << 20)).window == 2);
+        CHECK(p.fallback().window == 2);
+        CHECK(p.overrides() == "ARSHIM_WINDOW=2 ARSHIM_LEADERS=7 ARSHIM_PIPELINE_K=5 ARSHIM_KERNEL_FOR_MPI=native");
+    }
+    SECTION("zero and auto mean 'the table decides'") {
+        const Policy& p = *load(kTable, env({{"ARSHIM_WINDOW", "0"}, {"ARSHIM_KERNEL_FOR_MPI", "auto"}})).policy;
+        CHECK(p.decide(call(4 << 20)).window == 4);
+        CHECK(p.decide(call(1 << 20)).kernel == KernelChoice::simd);
+        CHECK(p.overrides().empty());
+    }
+}
+
+TEST_CASE("ARSHIM_POLICY_MODE: replace or prepend the built-in rules", "[policy][overrides]") {
+    const std::string file = "version = 1\n[[rule]]\nbytes = \"..1K\"\npath = \"sharp\"\n";
+    const Policy& replaced = *load(file).policy;
+    CHECK(replaced.rules().size() == 1);
+    CHECK(replaced.decide(call(8 << 20)).rule == -1);
+    CHECK(replaced.source() == "p.toml");
+
+    const Policy& prepended = *load(file, env({{"ARSHIM_POLICY_MODE", "prepend"}})).policy;
+    CHECK(prepended.source() == "p.toml, then built-in default.toml");
+    CHECK(prepended.decide(call(512)).path == Path::sharp);
+    const Decision big = prepended.decide(call(8 << 20));
+    CHECK(big.path == Path::pipelined);
+    CHECK(prepended.describe_rule(big.rule).rfind("built-in default.toml:", 0) == 0);
+    for (std::size_t i = 0; i < prepended.rules().size(); ++i)
+        CHECK(prepended.rules()[i].decision.rule == static_cast<int>(i));
+}
+
+TEST_CASE("a file with errors is not used at all: the built-in table is", "[policy][messages]") {
+    const std::string file = "version = 1\n[[rule]]\npath = \"native\"\n[[rule]]\nbytes = \"4M..\"\npath = "
+                             "\"pipelined\"\nwindow = \"eight\"\n";
+    const LoadResult r = load_policy(Config(), &file, "my.toml", "mpich");
+    const std::vector<std::string> expected = {
+        "my.toml:7: rule 2: window = \"eight\" is a string; allowed: an integer in [1, 4096]",
+        "my.toml: 1 error; the file is not used, every decision comes from the built-in default.toml",
+    };
+    CHECK(r.problems == expected);
+    CHECK_FALSE(r.file_used);
+    CHECK_FALSE(r.policy->file_used());
+    CHECK(r.policy->source() == "built-in default.toml (my.toml rejected)");
+    CHECK(r.policy->decide(call(8 << 20)).path == Path::pipelined);  // the built-in rule, not the file's rule 1
+
+    const std::string garbage = "\x01\x02 this is not TOML [[";
+    const LoadResult g = load_policy(Config(), &garbage, "", "openmpi");
+    REQUIRE(g.problems.size() == 2);
+    CHECK(g.problems[0].rfind("policy file:1: TOML syntax error", 0) == 0);
+    CHECK(g.problems[1] == "policy file: 1 error; the file is not used, every decision comes from the built-in "
+                           "default.toml");
+    CHECK(g.policy->source() == "built-in default.toml (policy file rejected)");
+}
+
+TEST_CASE("warnings keep the file", "[policy][messages]") {
+    const std::string file = "version = 1\n[[rule]]\nbytes = \"5M..\"\npath = \"pipelined\"\n";
+    const LoadResult r = load(file);
+    REQUIRE(r.problems.size() == 1);
+    CHECK(r.problems[0].rfind("p.toml:3: warning: ", 0) == 0);
+    CHECK(r.file_used);
+    CHECK(r.policy->decide(call(4 << 20)).path == Path::pipelined);  // rounded down to 4M
+}
+
+TEST_CASE("decisions are constant within a size bucket", "[policy][buckets]") {
+    std::mt19937_64 rng(12345);
+    std::vector<std::string> tables = {builtin_policy_text(), kTable};
+    // Random tables with arbitrary (mostly not power-of-two) byte bounds.
+    for (int t = 0; t < 40; ++t) {
+        std::string text = "version = 1\n";
+        const int rules = 1 + static_cast<int>(rng() % 6);
+        for (int r = 0; r < rules; ++r) {
+            uint64_t a = rng() % (uint64_t{1} << (rng() % 34)), b = rng() % (uint64_t{1} << (rng() % 34));
+            if (a > b) std::swap(a, b);
+            if (size_bucket(a) == size_bucket(b)) b = a == 0 ? 1 : a * 4;
+            text += "[[rule]]\nbytes = \"" + std::to_string(a) + ".." + std::to_string(b) + "\"\n";
+            text += std::string("path = \"") + path_name(static_cast<Path>(rng() % 4)) + "\"\n";
+            text += "window = " + std::to_string(1 + r) + "\n";
+        }
+        tables.push_back(text);
+    }
+    for (const std::string& text : tables) {
+        const LoadResult r = load(text);
+        INFO(text);
+        for (const std::string& problem : r.problems) CHECK(problem.find("warning") != std::string::npos);
+        const Policy& p = *r.policy;
+        for (uint32_t b = 0; b < kBucketCount; ++b) {
+            const uint64_t first = bucket_floor(b);
+            const uint64_t last = b == 0 ? 0 : b == 64 ? ~uint64_t{0} : bucket_floor(b + 1) - 1;
+            const Decision d = p.decide(call(first));
+            CHECK(same(d, p.decide(call(last))));
+            if (last > first) CHECK(same(d, p.decide(call(first + rng() % (last - first)))));
+            check_sane(d);
+        }
+    }
+}
+
+TEST_CASE("every decision is sane under every forced path", "[policy][overrides]") {
+    for (const char* path : {"native", "pipelined", "multileader", "sharp"}) {
+        const Policy& p = *load(kTable, env({{"ARSHIM_PATH", path}})).policy;
+        for (const PolicyRule& rule : p.rules()) check_sane(rule.decision);
+        check_sane(p.fallback());
+        CHECK(std::string(path_name(p.fallback().path)) == path);
+    }
+}
+
+TEST_CASE("same text and settings, same decisions (every rank agrees)", "[policy]") {
+    const Config cfg = env({{"ARSHIM_WINDOW", "3"}});
+    const Policy& a = *load(kTable, cfg).policy;
+    const Policy& b = *load(kTable, cfg).policy;
+    for (uint32_t bucket = 0; bucket < 40; ++bucket)
+        for (uint32_t nodes : {1u, 2u, 64u})
+            CHECK(same(a.decide(call(bucket_floor(bucket), 8, nodes)), b.decide(call(bucket_floor(bucket), 8, nodes))));
+    CHECK(a.source() == b.source());
+}
+
+TEST_CASE("names", "[policy]") {
+    Path path = Path::native;
+    CHECK(parse_path("multileader", &path));
+    CHECK(path == Path::multileader);
+    CHECK_FALSE(parse_path("auto", &path));
+    CHECK(std::string(path_name(Path::sharp)) == "sharp");
+    CHECK(std::string(path_name(Path::count)) == "?");
+    kernels::Op op = kernels::Op::sum;
+    CHECK(parse_op("maxloc", &op));
+    CHECK(op == kernels::Op::maxloc);
+    CHECK(std::string(op_name(kernels::Op::lxor)) == "lxor");
+    DtypeClass dclass = DtypeClass::other;
+    CHECK(parse_dtype_class("int", &dclass));
+    CHECK(dclass == DtypeClass::integer);
+    CHECK(std::string(dtype_class_name(DtypeClass::floating)) == "float");
+    CHECK(std::string(sharp_mode_name(SharpMode::automatic)) == "auto");
+    CHECK(std::string(sharp_leaders_name(SharpLeaders::socket)) == "socket");
+    CHECK(std::string(kernel_choice_name(KernelChoice::simd)) == "simd");
+}

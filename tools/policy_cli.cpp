@@ -1,0 +1,323 @@
+// arshim-policy: explain, check and show ARShim's selection policy, and list the ARSHIM_* options.
+// (`arshim policy ...` runs this program.) It uses the same library as the shim, so what it says is what the shim
+// decides: ARSHIM_* variables are read from this program's own environment exactly as the shim reads them.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "policy/config.h"
+#include "policy/policy.h"
+#include "policy/rules.h"
+
+extern char** environ;
+
+namespace {
+
+using namespace arshim;
+using namespace arshim::policy;
+
+const std::vector<std::string> kFlavors = {"mpich", "openmpi"};
+const std::vector<std::string> kDtypes = {"float", "int", "other"};
+const std::vector<std::string> kOps = {"sum", "prod", "min", "max", "land", "lor",
+                                       "lxor", "band", "bor", "bxor", "minloc", "maxloc"};
+
+const CLI::Validator kSize(
+    [](std::string& text) {
+        int64_t v = 0;
+        return parse_size(text, &v) ? std::string() : "'" + text + "' is not a size; write e.g. 4096, 64K or 4MiB";
+    },
+    "SIZE");
+
+bool read_file(const std::string& path, std::string* text) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return false;
+    std::ostringstream buffer;
+    buffer << in.rdbuf();
+    *text = buffer.str();
+    return true;
+}
+
+// The settings this program runs with: ARSHIM_* from its environment, as the shim would read them.
+Config environment_config() {
+    std::vector<std::string> problems;
+    Config cfg = Config::from_pairs(Config::pairs_from_environ(environ), &problems);
+    for (const std::string& p : problems) std::cerr << "arshim-policy: " << p << "\n";
+    return cfg;
+}
+
+// Loads the policy the shim would use: --policy, else ARSHIM_POLICY, else the built-in table. Problems go to stderr.
+// Returns false when a named file cannot be read.
+bool load(const Config& cfg, const std::string& policy_option, const std::string& flavor, LoadResult* out) {
+    const std::string file = policy_option.empty() ? cfg.text(OptionId::policy) : policy_option;
+    std::string text;
+    if (!file.empty() && !read_file(file, &text)) {
+        std::cerr << "arshim-policy: cannot read policy file '" << file << "'\n";
+        return false;
+    }
+    *out = load_policy(cfg, file.empty() ? nullptr : &text, file, flavor);
+    for (const std::string& p : out->problems) std::cerr << p << "\n";
+    return true;
+}
+
+// ---- explain ----
+
+struct ExplainArgs {
+    std::string bytes;
+    uint32_t ppn = 1;
+    uint32_t nodes = 1;
+    uint32_t comm_size = 0;
+    std::string dtype = "float";
+    std::string op = "sum";
+    std::string policy;
+    std::string mpi;
+};
+
+int run_explain(const ExplainArgs& args) {
+    const Config cfg = environment_config();
+    CallFacts facts;
+    int64_t bytes = 0;
+    parse_size(args.bytes, &bytes);  // checked by the option's validator
+    facts.bytes = static_cast<uint64_t>(bytes);
+    facts.ppn = args.ppn;
+    facts.nodes = args.nodes;
+    const uint64_t size = args.comm_size != 0 ? args.comm_size : uint64_t{args.ppn} * args.nodes;
+    if (size > 0xFFFFFFFFull) {
+        std::cerr << "arshim-policy: ppn x nodes does not fit a communicator size; give --comm-size\n";
+        return 2;
+    }
+    facts.comm_size = static_cast<uint32_t>(size);
+    parse_dtype_class(args.dtype, &facts.dclass);
+    parse_op(args.op, &facts.op);
+
+    const uint32_t bucket = size_bucket(facts.bytes);
+    std::cout << "call:      " << format_size(bytes) << " bytes (size bucket " << bucket << ": "
+              << (bucket == 0 ? std::string("0 bytes") : format_bytes_range(Interval{bucket, bucket + 1u}))
+              << "), ppn " << facts.ppn << ", nodes " << facts.nodes << ", comm_size " << facts.comm_size
+              << ", dtype " << args.dtype << ", op " << args.op << "\n";
+
+    // Without --mpi, both flavors: printed once when they agree.
+    const std::vector<std::string> flavors = args.mpi.empty() ? kFlavors : std::vector<std::string>{args.mpi};
+    struct Answer {
+        std::string flavor, source, rule, decision;
+    };
+    std::vector<Answer> answers;
+    for (const std::string& flavor : flavors) {
+        LoadResult loaded;
+        if (!load(cfg, args.policy, flavor, &loaded)) return 1;
+        const Policy& policy = *loaded.policy;
+        const Decision d = policy.decide(facts);
+        Answer a{flavor, policy.source(), policy.describe_rule(d.rule), describe_decision(d)};
+        if (d.rule >= 0) {
+            const PolicyRule& rule = policy.rules()[static_cast<std::size_t>(d.rule)];
+            a.rule += " (rule " + std::to_string(rule.number) + (rule.name.empty() ? "" : ", \"" + rule.name + "\"") +
+                      ")";
+        } else {
+            a.rule += " (native)";
+        }
+        if (!answers.empty() && answers.back().rule == a.rule && answers.back().decision == a.decision &&
+            answers.back().source == a.source) {
+            answers.back().flavor += ", " + flavor;
+            continue;
+        }
+        answers.push_back(a);
+    }
+    for (const Answer& a : answers) {
+        std::cout << "mpi:       " << a.flavor << "\n"
+                  << "policy:    " << a.source << "\n"
+                  << "rule:      " << a.rule << "\n"
+                  << "decision:  " << a.decision << "\n";
+    }
+    return 0;
+}
+
+// ---- check ----
+
+int run_check(const std::vector<std::string>& files) {
+    int status = 0;
+    for (const std::string& file : files) {
+        std::string text;
+        if (!read_file(file, &text)) {
+            std::cout << file << ": cannot read\n";
+            status = 1;
+            continue;
+        }
+        const Table table = read_table(text, file);
+        for (const std::string& p : table.problems) std::cout << p << "\n";
+        if (table.problems.empty()) {
+            std::cout << file << ": OK, " << table.rules.size() << (table.rules.size() == 1 ? " rule" : " rules")
+                      << "\n";
+        } else {
+            std::cout << file << ": " << table.errors << (table.errors == 1 ? " error, " : " errors, ")
+                      << table.warnings << (table.warnings == 1 ? " warning" : " warnings")
+                      << (table.usable() ? "" : "; ARShim would not use this file") << "\n";
+            status = 1;
+        }
+    }
+    return status;
+}
+
+// ---- show ----
+
+void print_columns(const std::vector<std::vector<std::string>>& rows) {
+    std::vector<std::size_t> width;
+    for (const auto& row : rows)
+        for (std::size_t i = 0; i < row.size(); ++i) {
+            if (width.size() <= i) width.push_back(0);
+            width[i] = std::max(width[i], row[i].size());
+        }
+    for (const auto& row : rows) {
+        std::string line;
+        for (std::size_t i = 0; i < row.size(); ++i) {
+            line += row[i];
+            if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
+        }
+        while (!line.empty() && line.back() == ' ') line.pop_back();
+        std::cout << line << "\n";
+    }
+}
+
+int run_show(const std::string& policy_option, const std::string& mpi) {
+    const Config cfg = environment_config();
+    LoadResult loaded;
+    if (!load(cfg, policy_option, mpi, &loaded)) return 1;
+    const Policy& policy = *loaded.policy;
+    std::cout << "policy:    " << policy.source() << "\n"
+              << "mpi:       " << (mpi.empty() ? "any (give --mpi to see one flavor's rules only)" : mpi) << "\n"
+              << "overrides: " << (policy.overrides().empty() ? "none" : policy.overrides()) << "\n\n";
+    std::vector<std::vector<std::string>> rows = {
+        {"#", "where", "mpi", "bytes", "ppn", "nodes", "comm_size", "dtype", "op", "decision", "name"}};
+    for (const PolicyRule& rule : policy.rules()) {
+        const Box& m = rule.match;
+        rows.push_back({std::to_string(rule.decision.rule + 1), rule.where, format_flavors(m.mpis),
+                        format_bytes_range(m.dim[Box::bucket]), format_count_range(m.dim[Box::ppn]),
+                        format_count_range(m.dim[Box::nodes]), format_count_range(m.dim[Box::comm_size]),
+                        format_dtypes(m.dtypes), format_ops(m.ops), describe_decision(rule.decision), rule.name});
+    }
+    rows.push_back({"-", "(no rule matches)", "", "", "", "", "", "", "", describe_decision(policy.fallback()), ""});
+    print_columns(rows);
+    return 0;
+}
+
+// ---- options ----
+
+std::string allowed(const OptionSpec& spec) {
+    switch (spec.type) {
+    case OptionType::flag: return "0/1 (also false/true, off/on, no/yes)";
+    case OptionType::integer: return std::to_string(spec.min) + ".." + std::to_string(spec.max);
+    case OptionType::size: {
+        std::string range = format_size(spec.min) + ".." + format_size(spec.max);
+        return (spec.min > 0 || std::string(spec.default_value) != "0" ? range : "0 or 1.." + format_size(spec.max)) +
+               " bytes, K/M/G/T suffixes";
+    }
+    case OptionType::choice: {
+        std::string words = spec.choices;
+        for (char& c : words)
+            if (c == '|') c = ',';
+        std::string out;
+        std::stringstream in(words);
+        for (std::string w; std::getline(in, w, ',');) out += (out.empty() ? "" : ", ") + w;
+        return out;
+    }
+    case OptionType::text: return "text";
+    }
+    return "";
+}
+
+const char* type_name(OptionType type) {
+    switch (type) {
+    case OptionType::flag: return "flag";
+    case OptionType::integer: return "integer";
+    case OptionType::size: return "size";
+    case OptionType::choice: return "choice";
+    case OptionType::text: return "text";
+    }
+    return "";
+}
+
+std::string markdown_cell(std::string text) {
+    std::string out;
+    for (char c : text) {
+        if (c == '|') out += "\\|";
+        else out += c;
+    }
+    return out;
+}
+
+int run_options(bool markdown) {
+    if (markdown) {
+        std::cout << "| Variable | Type | Default | Allowed | Description |\n"
+                  << "|---|---|---|---|---|\n";
+        for (const OptionSpec& spec : option_table()) {
+            const std::string def = spec.default_value[0] ? "`" + std::string(spec.default_value) + "`" : "(unset)";
+            std::cout << "| `" << spec.name << "` | " << type_name(spec.type) << " | " << def << " | "
+                      << markdown_cell(allowed(spec)) << " | " << markdown_cell(spec.doc) << " |\n";
+        }
+        return 0;
+    }
+    for (const OptionSpec& spec : option_table()) {
+        std::cout << spec.name << " (" << type_name(spec.type) << ", default "
+                  << (spec.default_value[0] ? spec.default_value : "unset") << "; " << allowed(spec) << ")\n    "
+                  << spec.doc << "\n";
+    }
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"Explain, check and show ARShim's allreduce selection policy; list the ARSHIM_* options.\n"
+                 "ARSHIM_* variables in this program's environment apply as they would in the shim.",
+                 "arshim-policy"};
+    app.require_subcommand(1);
+    app.footer("Run `arshim-policy COMMAND --help` for each command's options. The policy format: docs/policy.md.");
+
+    ExplainArgs ex;
+    CLI::App* explain = app.add_subcommand(
+        "explain", "Which path and parameters a call gets, and the rule (file:line) that decides it");
+    explain->add_option("--bytes", ex.bytes, "Message size (count x datatype size), e.g. 4096, 64K, 4MiB")
+        ->required()
+        ->check(kSize);
+    explain->add_option("--ppn", ex.ppn, "Processes per node")->required()->check(CLI::Range(1u, 0xFFFFFFFFu));
+    explain->add_option("--nodes", ex.nodes, "Node count")->required()->check(CLI::Range(1u, 0xFFFFFFFFu));
+    explain->add_option("--comm-size", ex.comm_size, "Communicator size (default: ppn x nodes)")
+        ->check(CLI::Range(1u, 0xFFFFFFFFu));
+    explain->add_option("--dtype", ex.dtype, "Datatype class")->check(CLI::IsMember(kDtypes))->capture_default_str();
+    explain->add_option("--op", ex.op, "Reduction op")->check(CLI::IsMember(kOps))->capture_default_str();
+    explain->add_option("--policy", ex.policy, "Policy file (default: $ARSHIM_POLICY, else the built-in table)");
+    explain->add_option("--mpi", ex.mpi, "MPI flavor (default: both, printed once when they agree)")
+        ->check(CLI::IsMember(kFlavors));
+
+    std::vector<std::string> check_files;
+    CLI::App* check = app.add_subcommand(
+        "check", "Validate policy files: exit 0 when clean, 1 with every problem listed (file:line)");
+    check->add_option("files", check_files, "Policy files (TOML)")->required();
+
+    std::string show_policy, show_mpi;
+    CLI::App* show = app.add_subcommand("show", "The effective rule table, after ARSHIM_* overrides");
+    show->add_option("--policy", show_policy, "Policy file (default: $ARSHIM_POLICY, else the built-in table)");
+    show->add_option("--mpi", show_mpi, "Keep only the rules that apply to this MPI flavor")
+        ->check(CLI::IsMember(kFlavors));
+
+    bool markdown = false;
+    CLI::App* options = app.add_subcommand("options", "The ARSHIM_* environment variables: type, default, meaning");
+    options->add_flag("--markdown", markdown, "As a Markdown table (the README's variable list)");
+
+    CLI::App* builtin = app.add_subcommand("default", "Print the built-in policy (policy/default.toml)");
+
+    CLI11_PARSE(app, argc, argv);
+
+    if (*explain) return run_explain(ex);
+    if (*check) return run_check(check_files);
+    if (*show) return run_show(show_policy, show_mpi);
+    if (*options) return run_options(markdown);
+    if (*builtin) {
+        std::cout << builtin_policy_text();
+        return 0;
+    }
+    return 2;
+}
