@@ -126,8 +126,45 @@ template <Op O, class T> void tail(char* out, const char* l, const char* r, size
 
 #include "kernels/simd_body.inc"
 
+// MINLOC/MAXLOC on MPI_DOUBLE_INT {double v; int k; 4 bytes padding}, two per vector, branch-free (the scalar
+// loop's branches mispredict on real data). Per element, as apply_loc: l strictly better -> l; equal values ->
+// r's value with min(l.k, r.k); otherwise (r better, or NaN) -> r. The padding dword is never stored, as the
+// scalar kernel and the libraries leave it.
+template <Op O> struct DoubleIntLoc {
+    static constexpr size_t size = 16;
+    static V combine(V l, V r) {
+        const __m256d lv = _mm256_castsi256_pd(l), rv = _mm256_castsi256_pd(r);
+        constexpr int kBetter = O == Op::minloc ? _CMP_LT_OQ : _CMP_GT_OQ;
+        // compare the value qwords; copy each element's verdict to both of its qwords
+        const __m256d better = _mm256_permute_pd(_mm256_cmp_pd(lv, rv, kBetter), 0x0);
+        const __m256d equal = _mm256_permute_pd(_mm256_cmp_pd(lv, rv, _CMP_EQ_OQ), 0x0);
+        const V taken = _mm256_castpd_si256(_mm256_blendv_pd(rv, lv, better));
+        const V index_lane = _mm256_setr_epi32(0, 0, -1, 0, 0, 0, -1, 0);  // dword 2 of each element
+        const V use_min = _mm256_and_si256(_mm256_castpd_si256(equal), index_lane);
+        return _mm256_blendv_epi8(taken, _mm256_min_epi32(l, r), use_min);
+    }
+    static void run(char* out, const char* l, const char* r, size_t n) {
+        const V no_padding = _mm256_setr_epi32(-1, -1, -1, 0, -1, -1, -1, 0);
+        size_t i = 0;
+        for (; i + 2 <= n; i += 2)
+            _mm256_maskstore_epi32(reinterpret_cast<int*>(out + i * 16), no_padding,
+                                   combine(load(l + i * 16), load(r + i * 16)));
+        if (i < n) {  // one element left: masked loads and store touch only its 16 (stored: 12) bytes
+            const V first = _mm256_setr_epi32(-1, -1, -1, -1, 0, 0, 0, 0);
+            const V lv = _mm256_maskload_epi32(reinterpret_cast<const int*>(l + i * 16), first);
+            const V rv = _mm256_maskload_epi32(reinterpret_cast<const int*>(r + i * 16), first);
+            _mm256_maskstore_epi32(reinterpret_cast<int*>(out + i * 16), _mm256_and_si256(first, no_padding),
+                                   combine(lv, rv));
+        }
+    }
+};
+
 }  // namespace
 
-void fill(KernelTable& table) { install_vectorized(table); }
+void fill(KernelTable& table) {
+    install_vectorized(table);
+    install<DoubleIntLoc<Op::minloc>>(table, Op::minloc, Type::double_int);
+    install<DoubleIntLoc<Op::maxloc>>(table, Op::maxloc, Type::double_int);
+}
 
 }  // namespace arshim::kernels::avx2

@@ -2,7 +2,7 @@
 // decide() is only a scan for the first matching box.
 #include "policy/policy.h"
 
-#include <cstring>
+#include <algorithm>
 
 #include "policy/rules.h"
 
@@ -111,7 +111,7 @@ const char* sharp_mode_name(SharpMode mode) {
 }
 const char* sharp_leaders_name(SharpLeaders leaders) { return leaders == SharpLeaders::socket ? "socket" : "node"; }
 const char* dtype_class_name(DtypeClass dclass) { return name_at(kDtypeNames, static_cast<std::size_t>(dclass)); }
-const char* op_name(kernels::Op op) { return name_at(kOpNames, static_cast<std::size_t>(op)); }
+const char* op_keyword(kernels::Op op) { return name_at(kOpNames, static_cast<std::size_t>(op)); }
 const char* flavor_name(Flavor flavor) { return name_at(kFlavorNames, static_cast<std::size_t>(flavor)); }
 bool parse_path(const std::string& name, Path* out) { return lookup(kPathNames, name, out); }
 bool parse_dtype_class(const std::string& name, DtypeClass* out) { return lookup(kDtypeNames, name, out); }
@@ -140,6 +140,54 @@ std::string describe_decision(const Decision& d) {
     }
     return out;
 }
+
+// ---- text forms ----
+
+namespace {
+// format_size for the whole uint64 range (bucket 64 starts at 2^63).
+std::string size_text(uint64_t bytes) {
+    static const char* const units[] = {"", "K", "M", "G", "T"};
+    int unit = 0;
+    while (unit < 4 && bytes != 0 && bytes % 1024 == 0) bytes /= 1024, ++unit;
+    return std::to_string(bytes) + units[unit];
+}
+}  // namespace
+
+std::string format_bytes_range(const Interval& buckets) {
+    if (buckets.any()) return "any";
+    const auto lo = static_cast<uint32_t>(std::min<uint64_t>(buckets.lo, kBucketCount - 1));
+    std::string out = lo == 0 ? "" : size_text(bucket_floor(lo));
+    out += "..";
+    if (buckets.hi < kBucketCount) out += size_text(bucket_floor(static_cast<uint32_t>(buckets.hi)));
+    return out;
+}
+
+std::string format_count_range(const Interval& counts) {
+    if (counts.any()) return "any";
+    if (counts.hi != kUnbounded && counts.hi == counts.lo + 1) return std::to_string(counts.lo);
+    std::string out = counts.lo == 0 ? "" : std::to_string(counts.lo);
+    out += "..";
+    if (counts.hi != kUnbounded) out += "=" + std::to_string(counts.hi - 1);
+    return out;
+}
+
+namespace {
+template <typename Enum>
+std::string format_set(uint32_t mask, uint32_t all, std::size_t count, const char* (*name)(Enum)) {
+    if ((mask & all) == all) return "any";
+    std::string out;
+    for (std::size_t i = 0; i < count; ++i)
+        if (mask & (1u << i)) {
+            if (!out.empty()) out += ',';
+            out += name(static_cast<Enum>(i));
+        }
+    return out.empty() ? "none" : out;
+}
+}  // namespace
+
+std::string format_dtypes(uint32_t mask) { return format_set(mask, kAllDtypes, kDtypeClassCount, dtype_class_name); }
+std::string format_ops(uint32_t mask) { return format_set(mask, kAllOps, kernels::kOpCount, op_keyword); }
+std::string format_flavors(uint32_t mask) { return format_set(mask, kAllFlavors, kFlavorCount, flavor_name); }
 
 const std::string& builtin_policy_text() {
     static const std::string text(generated::kDefaultToml, generated::kDefaultTomlSize);

@@ -52,7 +52,8 @@ const char* kernel_choice_name(KernelChoice kernel);
 const char* sharp_mode_name(SharpMode mode);          // "auto", "llt", "sat"
 const char* sharp_leaders_name(SharpLeaders leaders);
 const char* dtype_class_name(DtypeClass dclass);      // "float", "int", "other"
-const char* op_name(kernels::Op op);                  // own table: policy does not link the kernels library
+const char* op_keyword(kernels::Op op);  // "sum", ...: own table (policy does not link kernels); not
+                                         // named op_name, which ADL would make ambiguous with kernels::op_name
 const char* flavor_name(Flavor flavor);               // "mpich", "openmpi"
 bool parse_path(const std::string& name, Path* out);
 bool parse_dtype_class(const std::string& name, DtypeClass* out);
@@ -74,13 +75,14 @@ struct PolicyRule {
 
 // An immutable, effective policy: the rules for one MPI flavor, in order, with ARSHIM_* overrides applied.
 // decide() is pure, thread-safe and allocation-free; every rank that loads the same text with the same settings
-// decides the same.
+// decides the same. Decisions are constant within a size bucket (size_bucket() in box.h): rule byte bounds are
+// powers of two, so the shim may cache one decision per (communicator, bucket, datatype, op).
 class Policy {
 public:
     // First rule that matches wins; when none does, the fallback (native, rule -1, overrides applied).
     Decision decide(const CallFacts& facts) const;
 
-    // Where rule `rule` came from ("policy.toml:12", "built-in default.toml:30"); for -1 "no rule matched".
+    // Where rule `rule` came from ("policy.toml:12", "built-in default.toml:30"); for -1 "no matching rule".
     std::string describe_rule(int rule) const;
 
     // The table in use, for the log and the stats: "built-in default.toml", "policy.toml",

@@ -187,32 +187,37 @@ public:
             else if (k == "ppn") read_counts(node, &rule->match.dim[Box::ppn]);
             else if (k == "nodes") read_counts(node, &rule->match.dim[Box::nodes]);
             else if (k == "comm_size") read_counts(node, &rule->match.dim[Box::comm_size]);
-            else if (k == "path") have_path = read_choice(node, kPathNames, &rule->action.path);
-            else if (k == "segments") read_integer(node, OptionId::segments, &rule->action.segments, kSetSegments, rule);
+            else if (k == "path") {
+                have_path = true;
+                read_choice(node, kPathNames, &rule->action.path);
+            }
+            else if (k == "segments")
+                read_integer(node, OptionId::segments, &rule->action.segments, kSetSegments, rule);
             else if (k == "segment_bytes") read_segment_bytes(node, rule);
             else if (k == "window") read_integer(node, OptionId::window, &rule->action.window, kSetWindow, rule);
             else if (k == "leaders") read_integer(node, OptionId::leaders, &rule->action.leaders, kSetLeaders, rule);
             else if (k == "pipeline_k")
                 read_integer(node, OptionId::pipeline_k, &rule->action.pipeline_k, kSetPipelineK, rule);
-            else if (k == "kernel") {
-                if (read_choice(node, kKernelNames, &rule->action.kernel)) rule->set |= kSetKernel;
-            } else if (k == "sharp_mode") {
-                if (read_choice(node, kSharpModeNames, &rule->action.sharp_mode)) rule->set |= kSetSharpMode;
-            } else if (k == "sharp_leaders") {
-                if (read_choice(node, kSharpLeaderNames, &rule->action.sharp_leaders)) rule->set |= kSetSharpLeaders;
-            }
+            else if (k == "kernel") read_choice(node, kKernelNames, &rule->action.kernel, kSetKernel, rule);
+            else if (k == "sharp_mode")
+                read_choice(node, kSharpModeNames, &rule->action.sharp_mode, kSetSharpMode, rule);
+            else if (k == "sharp_leaders")
+                read_choice(node, kSharpLeaderNames, &rule->action.sharp_leaders, kSetSharpLeaders, rule);
             else
                 report_.error(line_, prefix_ + "unknown key '" + escape(k, 40) + "'" + did_you_mean(k, kRuleKeys) +
                                          "; allowed: " + join(kRuleKeys));
         }
         line_ = rule->line;
-        if (!have_path && report_.errors() == errors_before)
+        if (!have_path)
             report_.error(line_, prefix_ + "no 'path'; allowed: " + join(kPathNames.words));
         if ((rule->set & kSetSegments) && (rule->set & kSetSegmentBytes)) {
             report_.warning(line_, prefix_ + "sets both segments and segment_bytes; segment_bytes wins");
             rule->action.segments = 0;
         }
         if (!(rule->set & (kSetSegments | kSetSegmentBytes))) rule->action.segment_bytes = kDefaultSegmentBytes;
+        if (!(rule->set & kSetWindow)) rule->action.window = kDefaultWindow;
+        if (!(rule->set & kSetLeaders)) rule->action.leaders = kDefaultLeaders;
+        if (!(rule->set & kSetPipelineK)) rule->action.pipeline_k = kDefaultPipelineK;
         return report_.errors() == errors_before;
     }
 
@@ -259,6 +264,10 @@ private:
         if (index < 0) return bad(node, "is not recognized", allowed), false;
         *out = static_cast<Enum>(index);
         return true;
+    }
+    template <typename Enum, std::size_t N>
+    void read_choice(const toml::node& node, const Names<N>& names, Enum* out, uint32_t bit, RuleSpec* rule) {
+        if (read_choice(node, names, out)) rule->set |= bit;
     }
 
     // A name or a list of names; bit i of *mask for names.words[i].
@@ -312,7 +321,8 @@ private:
             return true;
         };
         if (const auto* i = node.as_integer()) {
-            if (i->get() < 0 || static_cast<uint64_t>(i->get()) > kMaxCount) return bad(node, "is out of range", allowed);
+            if (i->get() < 0 || static_cast<uint64_t>(i->get()) > kMaxCount)
+                return bad(node, "is out of range", allowed);
             *out = {static_cast<uint64_t>(i->get()), static_cast<uint64_t>(i->get()) + 1};
             return;
         }
@@ -488,12 +498,40 @@ void read_document(const toml::table& root, Reporter& report, Table* table) {
     }
 }
 
+// toml++ 3.3 has undefined behaviour on some non-ASCII input: is_non_ascii_horizontal_whitespace() reaches
+// __builtin_unreachable for code points such as U+00A7 or U+FEFE in some parser states (marzer/tomlplusplus#190,
+// #295; found again by test/fuzz). Policy files hold keys, numbers and names, so they are required to be ASCII and
+// such text never reaches the parser. Returns false (with the problem) at the first other byte.
+bool plain_ascii(std::string_view* text, Reporter& report) {
+    if (text->substr(0, 3) == "\xEF\xBB\xBF") text->remove_prefix(3);  // a UTF-8 byte-order mark, as editors write
+    int line = 1;
+    std::size_t line_start = 0;
+    for (std::size_t i = 0; i < text->size(); ++i) {
+        const auto c = static_cast<unsigned char>((*text)[i]);
+        if (c == '\n') {
+            ++line;
+            line_start = i + 1;
+        } else if (c >= 0x80) {
+            static const char hex[] = "0123456789abcdef";
+            report.error(line, "non-ASCII byte 0x" + std::string{hex[c >> 4], hex[c & 15]} + " at column " +
+                                   std::to_string(i - line_start + 1) +
+                                   "; policy files must be plain ASCII, comments included");
+            return false;
+        }
+    }
+    return true;
+}
+
 }  // namespace
 
 Table read_table(std::string_view text, const std::string& source) {
     Table table;
     table.source = source;
     Reporter report(table.source);
+    if (!plain_ascii(&text, report)) {
+        report.finish(&table);
+        return table;
+    }
 #if TOML_EXCEPTIONS
     try {
         const toml::table root = toml::parse(text);
@@ -518,52 +556,5 @@ Table read_table(std::string_view text, const std::string& source) {
     report.finish(&table);
     return table;
 }
-
-// ---- text forms ----
-
-namespace {
-// format_size for the whole uint64 range (bucket 64 starts at 2^63).
-std::string size_text(uint64_t bytes) {
-    static const char* const units[] = {"", "K", "M", "G", "T"};
-    int unit = 0;
-    while (unit < 4 && bytes != 0 && bytes % 1024 == 0) bytes /= 1024, ++unit;
-    return std::to_string(bytes) + units[unit];
-}
-}  // namespace
-
-std::string format_bytes_range(const Interval& buckets) {
-    if (buckets.any()) return "any";
-    std::string out = buckets.lo == 0 ? "" : size_text(bucket_floor(static_cast<uint32_t>(std::min<uint64_t>(buckets.lo, 64))));
-    out += "..";
-    if (buckets.hi < kBucketCount) out += size_text(bucket_floor(static_cast<uint32_t>(buckets.hi)));
-    return out;
-}
-
-std::string format_count_range(const Interval& counts) {
-    if (counts.any()) return "any";
-    if (counts.hi != kUnbounded && counts.hi == counts.lo + 1) return std::to_string(counts.lo);
-    std::string out = counts.lo == 0 ? "" : std::to_string(counts.lo);
-    out += "..";
-    if (counts.hi != kUnbounded) out += "=" + std::to_string(counts.hi - 1);
-    return out;
-}
-
-namespace {
-template <typename Enum>
-std::string format_set(uint32_t mask, uint32_t all, std::size_t count, const char* (*name)(Enum)) {
-    if ((mask & all) == all) return "any";
-    std::string out;
-    for (std::size_t i = 0; i < count; ++i)
-        if (mask & (1u << i)) {
-            if (!out.empty()) out += ',';
-            out += name(static_cast<Enum>(i));
-        }
-    return out.empty() ? "none" : out;
-}
-}  // namespace
-
-std::string format_dtypes(uint32_t mask) { return format_set(mask, kAllDtypes, kDtypeClassCount, dtype_class_name); }
-std::string format_ops(uint32_t mask) { return format_set(mask, kAllOps, kernels::kOpCount, op_name); }
-std::string format_flavors(uint32_t mask) { return format_set(mask, kAllFlavors, kFlavorCount, flavor_name); }
 
 }  // namespace arshim::policy

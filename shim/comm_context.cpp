@@ -43,6 +43,43 @@ void free_comm(MPI_Comm* comm) {
     *comm = MPI_COMM_NULL;
 }
 
+// The statistics id of a communicator: FNV-1a over (inter, size, world rank of each member minus that of its rank
+// 0). Local (group translation, no communication), O(size), once per context.
+uint64_t stats_shape_id(MPI_Comm comm, bool inter) {
+    MPI_Group group = MPI_GROUP_NULL, world = MPI_GROUP_NULL;
+    PMPI_Comm_group(comm, &group);
+    PMPI_Comm_group(MPI_COMM_WORLD, &world);
+    int size = 0, rank = 0;
+    PMPI_Group_size(group, &size);
+    PMPI_Comm_rank(comm, &rank);
+    std::vector<int> ranks(static_cast<std::size_t>(size)), world_ranks(static_cast<std::size_t>(size), 0);
+    for (int i = 0; i < size; ++i) ranks[static_cast<std::size_t>(i)] = i;
+    PMPI_Group_translate_ranks(group, size, ranks.data(), world, world_ranks.data());
+    PMPI_Group_free(&group);
+    PMPI_Group_free(&world);
+
+    stats::CommShape shape;
+    shape.size = size;
+    shape.inter = inter;
+    shape.is_root = rank == 0;
+    shape.first_world = size > 0 ? world_ranks[0] : 0;
+    shape.stride = size > 1 ? world_ranks[1] - world_ranks[0] : 1;
+    uint64_t h = 1469598103934665603ull;
+    auto mix = [&h](long long v) {
+        for (int byte = 0; byte < 8; ++byte) h = (h ^ ((static_cast<unsigned long long>(v) >> (8 * byte)) & 0xffu)) * 1099511628211ull;
+    };
+    mix(inter ? 1 : 0);
+    mix(size);
+    for (int i = 0; i < size; ++i) {
+        const int offset = world_ranks[static_cast<std::size_t>(i)] - shape.first_world;
+        if (i > 0 && offset != i * shape.stride) shape.stride = 0;
+        mix(offset);
+    }
+    if (h == 0) h = 1;  // 0 marks calls without a communicator
+    stats::register_comm(h, shape);
+    return h;
+}
+
 }  // namespace
 
 CommContext* CommContext::get(MPI_Comm comm) {
@@ -69,6 +106,7 @@ void CommContext::build(MPI_Comm user_comm) {
     int is_inter = 0;
     PMPI_Comm_test_inter(user_comm, &is_inter);
     inter = is_inter != 0;
+    stats_id = stats_shape_id(user_comm, inter);
     if (inter) return;  // intercommunicators always go native; nothing collective is done for them
 
     PMPI_Comm_rank(user_comm, &rank);

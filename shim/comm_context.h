@@ -47,6 +47,10 @@ public:
     std::vector<int> node_of_rank;   // comm rank -> node index
     std::vector<int> node_sizes;     // node index -> ranks on that node
 
+    // Statistics id: a hash of the communicator's shape (size, members' world ranks relative to its rank 0's),
+    // identical on all of its ranks; congruent communicators share it (stats.h register_comm).
+    uint64_t stats_id = 0;
+
     // --- settings the ranks of this communicator agreed on ---
     const Config* config = nullptr;
     const policy::Policy* policy = nullptr;

@@ -20,17 +20,20 @@ ARSHIM_EXPORT int MPI_Init_thread(int* argc, char*** argv, int required, int* pr
 
 ARSHIM_EXPORT int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                                 MPI_Comm comm) {
-    return arshim::engine::allreduce({sendbuf, recvbuf, count, datatype, op, comm, false});
+    return arshim::engine::allreduce(
+        {sendbuf, recvbuf, count, datatype, op, comm, false, __builtin_return_address(0)});
 }
 
 #if MPI_VERSION >= 4
 ARSHIM_EXPORT int MPI_Allreduce_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype,
                                   MPI_Op op, MPI_Comm comm) {
-    return arshim::engine::allreduce({sendbuf, recvbuf, count, datatype, op, comm, true});
+    return arshim::engine::allreduce(
+        {sendbuf, recvbuf, count, datatype, op, comm, true, __builtin_return_address(0)});
 }
 #endif
 
-// mpiP convention: MPI_Pcontrol(0) pauses statistics collection, any other level resumes it.
+// mpiP convention: MPI_Pcontrol(0) pauses statistics collection (counters and call sites), any other level
+// resumes it. Paused calls are still routed, and counted as "paused" in the log.
 ARSHIM_EXPORT int MPI_Pcontrol(const int level, ...) {
     arshim::stats::set_enabled(level != 0);
     return PMPI_Pcontrol(level);

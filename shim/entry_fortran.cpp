@@ -8,7 +8,6 @@
 
 #include "shim/engine.h"
 #include "shim/export.h"
-#include "shim/runtime.h"
 
 // Open MPI's Fortran MPI_IN_PLACE / MPI_BOTTOM are the addresses of common blocks; which mangling exists depends on
 // the Fortran compiler Open MPI was built with, so all are weak references (nullptr when absent).
@@ -43,30 +42,14 @@ void* c_buffer(void* buffer) {
     return buffer;
 }
 
+// `caller`: the exported symbol's return address, in the user's Fortran code (Open MPI's bindings are these
+// entry points themselves, so no binding frame sits in between).
 void fortran_allreduce(void* sendbuf, void* recvbuf, const MPI_Fint* count, const MPI_Fint* datatype,
-                       const MPI_Fint* op, const MPI_Fint* comm, MPI_Fint* ierr) {
+                       const MPI_Fint* op, const MPI_Fint* comm, MPI_Fint* ierr, const void* caller) {
     const int rc = arshim::engine::allreduce({c_buffer(sendbuf), c_buffer(recvbuf), *count,
                                               PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm),
-                                              false});
+                                              false, caller});
     if (ierr != nullptr) *ierr = static_cast<MPI_Fint>(rc);  // `ierror` is OPTIONAL in mpi_f08
-}
-
-void fortran_init(MPI_Fint* ierr) {
-    int argc = 0;
-    char** argv = nullptr;
-    const int rc = PMPI_Init(&argc, &argv);
-    if (rc == MPI_SUCCESS) arshim::after_mpi_init();
-    if (ierr != nullptr) *ierr = static_cast<MPI_Fint>(rc);
-}
-
-void fortran_init_thread(const MPI_Fint* required, MPI_Fint* provided, MPI_Fint* ierr) {
-    int argc = 0;
-    char** argv = nullptr;
-    int c_provided = 0;
-    const int rc = PMPI_Init_thread(&argc, &argv, static_cast<int>(*required), &c_provided);
-    if (rc == MPI_SUCCESS) arshim::after_mpi_init();
-    if (provided != nullptr) *provided = static_cast<MPI_Fint>(c_provided);
-    if (ierr != nullptr) *ierr = static_cast<MPI_Fint>(rc);
 }
 
 }  // namespace
@@ -74,13 +57,7 @@ void fortran_init_thread(const MPI_Fint* required, MPI_Fint* provided, MPI_Fint*
 #define ARSHIM_FORTRAN_ALLREDUCE(name)                                                                            \
     ARSHIM_EXPORT void name(void* sendbuf, void* recvbuf, MPI_Fint* count, MPI_Fint* datatype, MPI_Fint* op,      \
                             MPI_Fint* comm, MPI_Fint* ierr) {                                                     \
-        fortran_allreduce(sendbuf, recvbuf, count, datatype, op, comm, ierr);                                     \
-    }
-#define ARSHIM_FORTRAN_INIT(name) \
-    ARSHIM_EXPORT void name(MPI_Fint* ierr) { fortran_init(ierr); }
-#define ARSHIM_FORTRAN_INIT_THREAD(name)                                             \
-    ARSHIM_EXPORT void name(MPI_Fint* required, MPI_Fint* provided, MPI_Fint* ierr) { \
-        fortran_init_thread(required, provided, ierr);                               \
+        fortran_allreduce(sendbuf, recvbuf, count, datatype, op, comm, ierr, __builtin_return_address(0));       \
     }
 
 ARSHIM_FORTRAN_ALLREDUCE(mpi_allreduce)
@@ -88,15 +65,3 @@ ARSHIM_FORTRAN_ALLREDUCE(mpi_allreduce_)
 ARSHIM_FORTRAN_ALLREDUCE(mpi_allreduce__)
 ARSHIM_FORTRAN_ALLREDUCE(MPI_ALLREDUCE)
 ARSHIM_FORTRAN_ALLREDUCE(mpi_allreduce_f08_)  // `use mpi_f08` (libmpi_usempif08: buffers passed by address)
-
-ARSHIM_FORTRAN_INIT(mpi_init)
-ARSHIM_FORTRAN_INIT(mpi_init_)
-ARSHIM_FORTRAN_INIT(mpi_init__)
-ARSHIM_FORTRAN_INIT(MPI_INIT)
-ARSHIM_FORTRAN_INIT(mpi_init_f08_)
-
-ARSHIM_FORTRAN_INIT_THREAD(mpi_init_thread)
-ARSHIM_FORTRAN_INIT_THREAD(mpi_init_thread_)
-ARSHIM_FORTRAN_INIT_THREAD(mpi_init_thread__)
-ARSHIM_FORTRAN_INIT_THREAD(MPI_INIT_THREAD)
-ARSHIM_FORTRAN_INIT_THREAD(mpi_init_thread_f08_)

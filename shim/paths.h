@@ -23,6 +23,7 @@ struct CallArgs {
     MPI_Op op;
     MPI_Comm comm;
     bool large_count;  // arrived through MPI_Allreduce_c
+    const void* caller = nullptr;  // the entry point's return address: the call site (stats, callsites.h)
 };
 
 // A call the engine classified as servable by ARShim's own paths.

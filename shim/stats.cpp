@@ -1,25 +1,17 @@
 #include "shim/stats.h"
 
-#include <mpi.h>
-
-#include <atomic>
-#include <cstdio>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
-#include <string>
 #include <vector>
 
 #include "arshim_config.h"
 #include "shim/export.h"
-#include "shim/log.h"
-#include "shim/runtime.h"
 
 namespace arshim::stats {
 
 namespace {
-
-std::atomic<bool> g_enabled{true};
 
 // Every thread's counters, kept alive until process exit so finalize (and the query API) can sum them.
 std::mutex g_threads_mutex;
@@ -36,161 +28,87 @@ ThreadCounters* register_thread() {
     return raw;
 }
 
-const char* const kReasonNames[kReasonCount] = {
+struct CommRecord {
+    CommShape shape;
+    uint64_t created = 0;  // contexts built with this id in this process
+    uint64_t roots = 0;    // ... of which this process is rank 0 (summed over ranks: communicators created)
+};
+std::mutex g_comms_mutex;
+std::map<uint64_t, CommRecord>& comm_registry() {
+    static auto* comms = new std::map<uint64_t, CommRecord>;
+    return *comms;
+}
+
+const char* const kReasonNames[kReasonCount + 1] = {
     "policy",           "zero_count",         "single_rank",      "one_rank_per_node", "derived_datatype", "user_op",
     "noncommutative_op", "unsupported_op_type", "intercommunicator", "path_unavailable", "nonuniform_ppn",
-    "buffer_too_large", "shm_unavailable",    "sharp_unavailable",
+    "buffer_too_large", "shm_unavailable",    "sharp_unavailable", "served",
 };
 
-// Fixed-size arrays reduced across ranks at finalize (no gather of per-rank records: cheap at 10 000 ranks).
-struct Flat {
-    std::vector<unsigned long long> sums;  // calls, bytes per cell; reasons; reentrant
-    std::vector<double> seconds;           // sum per cell
-    std::vector<double> minima;            // min per cell (+inf when no calls)
-    std::vector<double> maxima;
-};
+const char* const kDtypeNames[kDtypeCount] = {"float", "int", "other", "derived"};
 
-constexpr std::size_t kCells = kPathCount * kBucketCount;
-
-Flat flatten(const ThreadCounters& c) {
-    Flat f;
-    f.sums.reserve(2 * kCells + kReasonCount + 1);
-    for (std::size_t p = 0; p < kPathCount; ++p)
-        for (std::size_t b = 0; b < kBucketCount; ++b) {
-            const Cell& cell = c.cells[p][b];
-            f.sums.push_back(cell.calls);
-            f.sums.push_back(cell.bytes);
-            f.seconds.push_back(cell.seconds);
-            f.minima.push_back(cell.calls ? cell.min_seconds : 1e300);
-            f.maxima.push_back(cell.max_seconds);
-        }
-    for (uint64_t r : c.reasons) f.sums.push_back(r);
-    f.sums.push_back(c.reentrant);
-    return f;
-}
-
-ThreadCounters unflatten(const Flat& f) {
-    ThreadCounters c;
-    std::size_t i = 0;
-    for (std::size_t p = 0; p < kPathCount; ++p)
-        for (std::size_t b = 0; b < kBucketCount; ++b, ++i) {
-            Cell& cell = c.cells[p][b];
-            cell.calls = f.sums[2 * i];
-            cell.bytes = f.sums[2 * i + 1];
-            cell.seconds = f.seconds[i];
-            cell.min_seconds = cell.calls ? f.minima[i] : 0;
-            cell.max_seconds = f.maxima[i];
-        }
-    for (std::size_t r = 0; r < kReasonCount; ++r) c.reasons[r] = f.sums[2 * kCells + r];
-    c.reentrant = f.sums[2 * kCells + kReasonCount];
-    return c;
-}
-
-std::string human_bytes(double bytes) {
-    static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int unit = 0;
-    while (bytes >= 1024 && unit < 4) {
-        bytes /= 1024;
-        ++unit;
-    }
-    char text[32];
-    std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.1f %s", bytes, units[unit]);
-    return text;
-}
-
-bool summary_wanted(const Runtime& rt) {
-    const int64_t summary = rt.config.number(OptionId::stats_summary);  // -1 = auto
-    if (summary >= 0) return summary == 1;
-    return !rt.config.text(OptionId::stats).empty() || log::enabled(log::Level::info);
-}
-
-void print_summary(const ThreadCounters& total, int ranks, double wall_seconds) {
-    uint64_t calls = 0, bytes = 0;
-    double seconds = 0;
-    for (const auto& path : total.cells)
-        for (const Cell& cell : path) {
-            calls += cell.calls;
-            bytes += cell.bytes;
-            seconds += cell.seconds;
-        }
-    std::FILE* out = stderr;
-    std::fprintf(out, "arshim[0] summary: %llu MPI_Allreduce calls on %d ranks, %s, %.3f s in allreduce "
-                      "(sum over ranks; %.1f%% of wall time)\n",
-                 static_cast<unsigned long long>(calls), ranks, human_bytes(static_cast<double>(bytes)).c_str(),
-                 seconds, wall_seconds > 0 ? 100.0 * seconds / (wall_seconds * ranks) : 0.0);
-    std::fprintf(out, "arshim[0] %-12s %12s %12s %12s %12s\n", "path", "calls", "bytes", "time_s", "avg_us");
-    for (std::size_t p = 0; p < kPathCount; ++p) {
-        uint64_t pc = 0, pb = 0;
-        double ps = 0;
-        for (const Cell& cell : total.cells[p]) {
-            pc += cell.calls;
-            pb += cell.bytes;
-            ps += cell.seconds;
-        }
-        if (pc == 0) continue;
-        std::fprintf(out, "arshim[0] %-12s %12llu %12s %12.4f %12.2f\n", policy::path_name(static_cast<policy::Path>(p)),
-                     static_cast<unsigned long long>(pc), human_bytes(static_cast<double>(pb)).c_str(), ps,
-                     1e6 * ps / static_cast<double>(pc));
-    }
-    std::string reasons;
-    for (std::size_t r = 0; r < kReasonCount; ++r) {
-        if (total.reasons[r] == 0) continue;
-        reasons += ' ';
-        reasons += kReasonNames[r];
-        reasons += '=';
-        reasons += std::to_string(total.reasons[r]);
-    }
-    if (!reasons.empty()) std::fprintf(out, "arshim[0] native because:%s\n", reasons.c_str());
-    std::fflush(out);
-}
+const char* const kOpLabels[kOpCount] = {"sum", "prod", "min", "max", "land", "lor", "lxor",
+                                         "band", "bor", "bxor", "minloc", "maxloc", "other", "user"};
 
 }  // namespace
 
-const char* reason_name(Reason reason) { return kReasonNames[static_cast<std::size_t>(reason)]; }
+const char* reason_name(Reason reason) {
+    const auto i = static_cast<std::size_t>(reason);
+    return i <= kReasonCount ? kReasonNames[i] : "?";
+}
+const char* dtype_name(Dtype dtype) {
+    const auto i = static_cast<std::size_t>(dtype);
+    return i < kDtypeCount ? kDtypeNames[i] : "?";
+}
+const char* op_label(uint8_t op) { return op < kOpCount ? kOpLabels[op] : "?"; }
 
 ThreadCounters& local() {
     thread_local ThreadCounters* mine = register_thread();
     return *mine;
 }
 
-bool enabled() { return g_enabled.load(std::memory_order_relaxed); }
-void set_enabled(bool on) { g_enabled.store(on, std::memory_order_relaxed); }
-
-ThreadCounters snapshot() {
-    ThreadCounters total;
-    std::lock_guard<std::mutex> lock(g_threads_mutex);
-    for (const auto& block : thread_blocks()) {
-        for (std::size_t p = 0; p < kPathCount; ++p)
-            for (std::size_t b = 0; b < kBucketCount; ++b) {
-                const Cell& in = block->cells[p][b];
-                Cell& out = total.cells[p][b];
-                if (in.calls == 0) continue;
-                if (out.calls == 0 || in.min_seconds < out.min_seconds) out.min_seconds = in.min_seconds;
-                if (in.max_seconds > out.max_seconds) out.max_seconds = in.max_seconds;
-                out.calls += in.calls;
-                out.bytes += in.bytes;
-                out.seconds += in.seconds;
-            }
-        for (std::size_t r = 0; r < kReasonCount; ++r) total.reasons[r] += block->reasons[r];
-        total.reentrant += block->reentrant;
-    }
-    return total;
+bool enabled() { return collecting(); }
+void set_enabled(bool on) {
+    if (on)
+        g_flags.fetch_or(kCollect, std::memory_order_relaxed);
+    else
+        g_flags.fetch_and(static_cast<uint8_t>(~kCollect), std::memory_order_relaxed);
+}
+void set_callsites(bool on) {
+    if (on)
+        g_flags.fetch_or(kCallsites, std::memory_order_relaxed);
+    else
+        g_flags.fetch_and(static_cast<uint8_t>(~kCallsites), std::memory_order_relaxed);
 }
 
-void finalize_report() {
-    const Runtime& rt = runtime();
-    const Flat mine = flatten(snapshot());
-    Flat total = mine;
-    PMPI_Reduce(mine.sums.data(), total.sums.data(), static_cast<int>(mine.sums.size()), MPI_UNSIGNED_LONG_LONG,
-                MPI_SUM, 0, MPI_COMM_WORLD);
-    PMPI_Reduce(mine.seconds.data(), total.seconds.data(), static_cast<int>(mine.seconds.size()), MPI_DOUBLE, MPI_SUM,
-                0, MPI_COMM_WORLD);
-    PMPI_Reduce(mine.minima.data(), total.minima.data(), static_cast<int>(mine.minima.size()), MPI_DOUBLE, MPI_MIN, 0,
-                MPI_COMM_WORLD);
-    PMPI_Reduce(mine.maxima.data(), total.maxima.data(), static_cast<int>(mine.maxima.size()), MPI_DOUBLE, MPI_MAX, 0,
-                MPI_COMM_WORLD);
-    if (rt.world_rank != 0) return;
-    if (summary_wanted(rt)) print_summary(unflatten(total), rt.world_size, PMPI_Wtime() - rt.init_time);
+void for_each_thread(const std::function<void(const ThreadCounters&)>& fn) {
+    std::lock_guard<std::mutex> lock(g_threads_mutex);
+    for (const auto& block : thread_blocks()) fn(*block);
+}
+
+PathTotals path_totals() {
+    PathTotals totals;
+    for_each_thread([&](const ThreadCounters& t) {
+        for (const Row& row : t.rows)
+            if (row.key != 0) totals.calls[static_cast<std::size_t>(unpack(row.key - 1).path)] += row.cell.calls;
+        for (std::size_t p = 0; p < kPathCount; ++p)
+            for (const Cell& cell : t.overflow[p]) totals.calls[p] += cell.calls;
+        for (std::size_t r = 0; r < kReasonCount; ++r) totals.reasons[r] += t.reasons[r];
+    });
+    return totals;
+}
+
+void register_comm(uint64_t id, const CommShape& shape) {
+    std::lock_guard<std::mutex> lock(g_comms_mutex);
+    CommRecord& record = comm_registry()[id];
+    record.shape = shape;
+    ++record.created;
+    if (shape.is_root) ++record.roots;
+}
+
+void for_each_comm(const std::function<void(uint64_t, const CommShape&, uint64_t, uint64_t)>& fn) {
+    std::lock_guard<std::mutex> lock(g_comms_mutex);
+    for (const auto& [id, record] : comm_registry()) fn(id, record.shape, record.created, record.roots);
 }
 
 }  // namespace arshim::stats
@@ -201,21 +119,26 @@ ARSHIM_EXPORT const char* arshim_version(void) { return ARSHIM_VERSION; }
 
 // Calls this process sent to `path` ("native", "pipelined", "multileader", "sharp"), or -1 for an unknown name.
 ARSHIM_EXPORT long long arshim_path_calls(const char* path) {
-    const arshim::stats::ThreadCounters total = arshim::stats::snapshot();
-    for (std::size_t p = 0; p < arshim::stats::kPathCount; ++p) {
-        if (std::strcmp(path, arshim::policy::path_name(static_cast<arshim::policy::Path>(p))) != 0) continue;
-        long long calls = 0;
-        for (const arshim::stats::Cell& cell : total.cells[p]) calls += static_cast<long long>(cell.calls);
-        return calls;
-    }
+    const arshim::stats::PathTotals totals = arshim::stats::path_totals();
+    for (std::size_t p = 0; p < arshim::stats::kPathCount; ++p)
+        if (std::strcmp(path, arshim::policy::path_name(static_cast<arshim::policy::Path>(p))) == 0)
+            return static_cast<long long>(totals.calls[p]);
     return -1;
 }
 
 // Native calls this process counted for `reason` (see stats.h), or -1 for an unknown name.
 ARSHIM_EXPORT long long arshim_reason_calls(const char* reason) {
-    const arshim::stats::ThreadCounters total = arshim::stats::snapshot();
+    const arshim::stats::PathTotals totals = arshim::stats::path_totals();
     for (std::size_t r = 0; r < arshim::stats::kReasonCount; ++r)
         if (std::strcmp(reason, arshim::stats::reason_name(static_cast<arshim::stats::Reason>(r))) == 0)
-            return static_cast<long long>(total.reasons[r]);
+            return static_cast<long long>(totals.reasons[r]);
     return -1;
+}
+
+// Turns call-site recording on or off at run time (benchmarks compare both in one run); returns the previous
+// state. ARSHIM_STATS_CALLSITES sets the initial state.
+ARSHIM_EXPORT int arshim_stats_set_callsites(int on) {
+    const bool was = arshim::stats::g_flags.load(std::memory_order_relaxed) & arshim::stats::kCallsites;
+    arshim::stats::set_callsites(on != 0);
+    return was ? 1 : 0;
 }

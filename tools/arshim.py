@@ -194,16 +194,38 @@ def cmd_policy(args):
 
 
 def cmd_bench(args):
-    scripts = {"kernels": "bench_kernels_report.py", "allreduce": "bench_allreduce.py"}
-    path = None
-    for directory in (os.path.join(HERE, "bench"), os.path.join(HERE, "..", "..", "tools", "bench")):
-        candidate = os.path.join(directory, scripts[args.what])
-        if os.path.isfile(candidate):
-            path = candidate
-            break
-    if path is None:
-        raise ArshimError(f"cannot find {scripts[args.what]} (tools/bench)")
+    scripts = {"kernels": os.path.join("bench", "bench_kernels_report.py"),
+               "allreduce": os.path.join("allreduce_bench", "bench_allreduce.py")}
+    path = find_script(scripts[args.what])
     os.execv(sys.executable, [sys.executable, path] + args.rest)
+
+
+def find_script(relative):
+    """A helper script of the source tree, from the build tree (tools/ is next to this file's source) or beside."""
+    source_root = os.path.realpath(os.path.join(HERE, "..", ".."))
+    for candidate in (os.path.join(HERE, relative), os.path.join(source_root, "tools", relative),
+                      os.path.join(os.path.dirname(os.path.realpath(sys.argv[0])), relative)):
+        if os.path.isfile(candidate):
+            return candidate
+    meson_info = os.path.join(HERE, "..", "meson-info", "meson-info.json")
+    if os.path.isfile(meson_info):
+        import json
+        with open(meson_info) as f:
+            root = json.load(f)["directories"]["source"]
+        candidate = os.path.join(root, "tools", relative)
+        if os.path.isfile(candidate):
+            return candidate
+    raise ArshimError(f"cannot find tools/{relative}")
+
+
+def cmd_report(args):
+    path = find_script(os.path.join("report", "arshim_report.py"))
+    os.execv(sys.executable, [sys.executable, path] + args.rest)
+
+
+def cmd_cluster(args):
+    path = find_script(os.path.join("cluster", "arshim-cluster"))
+    os.execv("/bin/bash", ["/bin/bash", path] + args.rest)
 
 
 def main(argv=None):
@@ -234,6 +256,16 @@ def main(argv=None):
     bench.add_argument("what", choices=("kernels", "allreduce"))
     bench.add_argument("rest", nargs=argparse.REMAINDER, help="options of the benchmark (--help for them)")
     bench.set_defaults(func=cmd_bench)
+
+    report = sub.add_parser("report", help="print, compare or plot call-statistics logs (ARSHIM_STATS files)",
+                            add_help=False)
+    report.add_argument("rest", nargs=argparse.REMAINDER)
+    report.set_defaults(func=cmd_report)
+
+    cluster = sub.add_parser("cluster", help="run programs on an emulated multi-host cluster (network namespaces)",
+                             add_help=False)
+    cluster.add_argument("rest", nargs=argparse.REMAINDER)
+    cluster.set_defaults(func=cmd_cluster)
 
     args = parser.parse_args(argv)
     try:

@@ -60,6 +60,8 @@ run_tests() {
 import json, sys
 passed = failed = skipped = 0
 for line in open(sys.argv[1]):
+    if not line.strip():
+        continue
     result = json.loads(line).get("result")
     if result in ("OK", "EXPECTEDFAIL"): passed += 1
     elif result == "SKIP": skipped += 1

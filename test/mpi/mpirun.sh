@@ -15,6 +15,9 @@ while [[ $# -gt 0 && $1 != -- ]]; do vars+=("$1"); shift; done
 preload=()
 [[ $shim != none ]] && preload+=("$shim")
 timeout_s=${ARSHIM_TEST_TIMEOUT:-240}
+yield_lib=${ARSHIM_TEST_YIELD_LIB:-}
+# Harness variables are not ARShim settings: keep them out of the ranks' environment (hydra forwards everything).
+unset ARSHIM_TEST_YIELD_LIB ARSHIM_TEST_TIMEOUT
 case $flavor in
   openmpi)
     args=(--oversubscribe --mca mpi_yield_when_idle 1 --mca btl self,vader --bind-to none -n "$np")
@@ -24,7 +27,7 @@ case $flavor in
     exec timeout -k 10 "$timeout_s" mpirun.openmpi "${args[@]}" "$@"
     ;;
   mpich)
-    [[ -n ${ARSHIM_TEST_YIELD_LIB:-} ]] && preload+=("$ARSHIM_TEST_YIELD_LIB")
+    [[ -n $yield_lib ]] && preload+=("$yield_lib")
     args=(-n "$np")
     [[ ${#preload[@]} -gt 0 ]] && args+=(-genv LD_PRELOAD "$(IFS=:; echo "${preload[*]}")")
     for v in "${vars[@]}"; do args+=(-genv "${v%%=*}" "${v#*=}"); done

@@ -164,6 +164,29 @@ TEST_CASE("policy/default.toml: zero problems, and the library holds exactly thi
     CHECK(t.rules.back().match.covers(all));
 }
 
+TEST_CASE("the examples in docs/policy.md are clean", "[policy][docs]") {
+    std::istringstream doc(file_text(std::string(ARSHIM_SOURCE_ROOT) + "/docs/policy.md"));
+    std::string line, block;
+    bool in_toml = false;
+    int examples = 0;
+    while (std::getline(doc, line)) {
+        if (!in_toml && line == "```toml") {
+            in_toml = true;
+            block.clear();
+        } else if (in_toml && line == "```") {
+            in_toml = false;
+            INFO(block);
+            const Table t = read_table(block, "docs/policy.md example");
+            CHECK(t.problems.empty());
+            CHECK_FALSE(t.rules.empty());
+            ++examples;
+        } else if (in_toml) {
+            block += line + "\n";
+        }
+    }
+    CHECK(examples >= 3);
+}
+
 TEST_CASE("first match wins, in file order", "[policy]") {
     const LoadResult r = load(kTable);
     REQUIRE(r.problems.empty());
@@ -202,7 +225,8 @@ TEST_CASE("first match wins, in file order", "[policy]") {
 }
 
 TEST_CASE("range edges", "[policy]") {
-    const Policy& p = *load(kTable).policy;
+    const auto p_held = load(kTable).policy;
+    const Policy& p = *p_held;
     // bytes "64K..4M": 64K in, 4M out (4M goes to the pipelined rule).
     CHECK(p.decide(call(65535)).path == Path::native);
     CHECK(p.decide(call(65536)).path == Path::multileader);
@@ -221,7 +245,8 @@ TEST_CASE("range edges", "[policy]") {
 }
 
 TEST_CASE("datatype class and op sets", "[policy]") {
-    const Policy& p = *load(kTable).policy;
+    const auto p_held = load(kTable).policy;
+    const Policy& p = *p_held;
     CHECK(p.decide(call(1 << 20, 4, 2, DtypeClass::integer, kernels::Op::max)).path == Path::multileader);
     CHECK(p.decide(call(1 << 20, 4, 2, DtypeClass::other, kernels::Op::sum)).path == Path::native);
     CHECK(p.decide(call(1 << 20, 4, 2, DtypeClass::floating, kernels::Op::prod)).path == Path::native);
@@ -229,14 +254,16 @@ TEST_CASE("datatype class and op sets", "[policy]") {
 }
 
 TEST_CASE("rules for one MPI apply to that MPI only", "[policy]") {
-    const Policy& ompi = *load(kTable, Config(), "openmpi").policy;
+    const auto ompi_held = load(kTable, Config(), "openmpi").policy;
+    const Policy& ompi = *ompi_held;
     CHECK(ompi.rules().size() == 5);
     const Decision d = ompi.decide(call(1 << 20, 16, 2, DtypeClass::other, kernels::Op::bor));
     CHECK(d.path == Path::multileader);
     CHECK(d.leaders == 4);
     CHECK(ompi.describe_rule(d.rule) == "p.toml:8");
 
-    const Policy& mpich = *load(kTable, Config(), "mpich").policy;
+    const auto mpich_held = load(kTable, Config(), "mpich").policy;
+    const Policy& mpich = *mpich_held;
     CHECK(mpich.decide(call(1 << 20, 16, 2, DtypeClass::other, kernels::Op::bor)).path == Path::native);
 
     // No flavor: every rule is listed, flavor-restricted ones never match.
@@ -252,7 +279,8 @@ TEST_CASE("rules for one MPI apply to that MPI only", "[policy]") {
 
 TEST_CASE("environment overrides beat the table", "[policy][overrides]") {
     SECTION("ARSHIM_PATH forces the path; the matched rule still supplies the parameters") {
-        const Policy& p = *load(kTable, env({{"ARSHIM_PATH", "pipelined"}})).policy;
+        const auto p_held = load(kTable, env({{"ARSHIM_PATH", "pipelined"}})).policy;
+        const Policy& p = *p_held;
         const Decision d = p.decide(call(4 << 20));
         CHECK(d.path == Path::pipelined);
         CHECK(d.segments == 16);
@@ -264,31 +292,34 @@ TEST_CASE("environment overrides beat the table", "[policy][overrides]") {
         CHECK(p.source() == "p.toml; overrides: ARSHIM_PATH=pipelined");
     }
     SECTION("ARSHIM_PATH=auto follows the table") {
-        const Policy& p = *load(kTable, env({{"ARSHIM_PATH", "auto"}})).policy;
+        const auto p_held = load(kTable, env({{"ARSHIM_PATH", "auto"}})).policy;
+        const Policy& p = *p_held;
         CHECK(p.decide(call(4 << 20)).path == Path::pipelined);
         CHECK(p.decide(call(1 << 20)).path == Path::multileader);
         CHECK(p.overrides().empty());
         CHECK(p.source() == "p.toml");
     }
     SECTION("ARSHIM_SEGMENTS replaces a rule's segment size") {
-        const Policy& p = *load_policy(env({{"ARSHIM_SEGMENTS", "3"}}), nullptr, "", "mpich").policy;
+        const auto p_held = load_policy(env({{"ARSHIM_SEGMENTS", "3"}}), nullptr, "", "mpich").policy;
+        const Policy& p = *p_held;
         const Decision d = p.decide(call(8 << 20));
         CHECK(d.segments == 3);
         CHECK(d.segment_bytes == 0);
     }
     SECTION("ARSHIM_SEGMENT_BYTES wins over ARSHIM_SEGMENTS") {
-        const Policy& p = *load(kTable, env({{"ARSHIM_SEGMENTS", "3"}, {"ARSHIM_SEGMENT_BYTES", "256K"}})).policy;
+        const auto p_held = load(kTable, env({{"ARSHIM_SEGMENTS", "3"}, {"ARSHIM_SEGMENT_BYTES", "256K"}})).policy;
+        const Policy& p = *p_held;
         const Decision d = p.decide(call(8 << 20));
         CHECK(d.segment_bytes == 256 << 10);
         CHECK(d.segments == 0);
         CHECK(p.overrides() == "ARSHIM_SEGMENT_BYTES=256K");
     }
     SECTION("window, leaders, pipeline_k, kernel") {
-        const Policy& p = *load(kTable, env({{"ARSHIM_WINDOW", "2"},
+        const auto p_held = load(kTable, env({{"ARSHIM_WINDOW", "2"},
                                              {"ARSHIM_LEADERS", "7"},
                                              {"ARSHIM_PIPELINE_K", "5"},
-                                             {"ARSHIM_KERNEL_FOR_MPI", "native"}}))
-                               .policy;
+                                             {"ARSHIM_KERNEL_FOR_MPI", "native"}})).policy;
+        const Policy& p = *p_held;
         const Decision ml = p.decide(call(1 << 20));
         CHECK(ml.leaders == 7);
         CHECK(ml.pipeline_k == 5);
@@ -298,7 +329,8 @@ TEST_CASE("environment overrides beat the table", "[policy][overrides]") {
         CHECK(p.overrides() == "ARSHIM_WINDOW=2 ARSHIM_LEADERS=7 ARSHIM_PIPELINE_K=5 ARSHIM_KERNEL_FOR_MPI=native");
     }
     SECTION("zero and auto mean 'the table decides'") {
-        const Policy& p = *load(kTable, env({{"ARSHIM_WINDOW", "0"}, {"ARSHIM_KERNEL_FOR_MPI", "auto"}})).policy;
+        const auto p_held = load(kTable, env({{"ARSHIM_WINDOW", "0"}, {"ARSHIM_KERNEL_FOR_MPI", "auto"}})).policy;
+        const Policy& p = *p_held;
         CHECK(p.decide(call(4 << 20)).window == 4);
         CHECK(p.decide(call(1 << 20)).kernel == KernelChoice::simd);
         CHECK(p.overrides().empty());
@@ -307,12 +339,14 @@ TEST_CASE("environment overrides beat the table", "[policy][overrides]") {
 
 TEST_CASE("ARSHIM_POLICY_MODE: replace or prepend the built-in rules", "[policy][overrides]") {
     const std::string file = "version = 1\n[[rule]]\nbytes = \"..1K\"\npath = \"sharp\"\n";
-    const Policy& replaced = *load(file).policy;
+    const auto replaced_held = load(file).policy;
+    const Policy& replaced = *replaced_held;
     CHECK(replaced.rules().size() == 1);
     CHECK(replaced.decide(call(8 << 20)).rule == -1);
     CHECK(replaced.source() == "p.toml");
 
-    const Policy& prepended = *load(file, env({{"ARSHIM_POLICY_MODE", "prepend"}})).policy;
+    const auto prepended_held = load(file, env({{"ARSHIM_POLICY_MODE", "prepend"}})).policy;
+    const Policy& prepended = *prepended_held;
     CHECK(prepended.source() == "p.toml, then built-in default.toml");
     CHECK(prepended.decide(call(512)).path == Path::sharp);
     const Decision big = prepended.decide(call(8 << 20));
@@ -389,7 +423,8 @@ TEST_CASE("decisions are constant within a size bucket", "[policy][buckets]") {
 
 TEST_CASE("every decision is sane under every forced path", "[policy][overrides]") {
     for (const char* path : {"native", "pipelined", "multileader", "sharp"}) {
-        const Policy& p = *load(kTable, env({{"ARSHIM_PATH", path}})).policy;
+        const auto p_held = load(kTable, env({{"ARSHIM_PATH", path}})).policy;
+        const Policy& p = *p_held;
         for (const PolicyRule& rule : p.rules()) check_sane(rule.decision);
         check_sane(p.fallback());
         CHECK(std::string(path_name(p.fallback().path)) == path);
@@ -398,8 +433,10 @@ TEST_CASE("every decision is sane under every forced path", "[policy][overrides]
 
 TEST_CASE("same text and settings, same decisions (every rank agrees)", "[policy]") {
     const Config cfg = env({{"ARSHIM_WINDOW", "3"}});
-    const Policy& a = *load(kTable, cfg).policy;
-    const Policy& b = *load(kTable, cfg).policy;
+    const auto a_held = load(kTable, cfg).policy;
+    const Policy& a = *a_held;
+    const auto b_held = load(kTable, cfg).policy;
+    const Policy& b = *b_held;
     for (uint32_t bucket = 0; bucket < 40; ++bucket)
         for (uint32_t nodes : {1u, 2u, 64u})
             CHECK(same(a.decide(call(bucket_floor(bucket), 8, nodes)), b.decide(call(bucket_floor(bucket), 8, nodes))));
@@ -416,7 +453,7 @@ TEST_CASE("names", "[policy]") {
     kernels::Op op = kernels::Op::sum;
     CHECK(parse_op("maxloc", &op));
     CHECK(op == kernels::Op::maxloc);
-    CHECK(std::string(op_name(kernels::Op::lxor)) == "lxor");
+    CHECK(std::string(op_keyword(kernels::Op::lxor)) == "lxor");
     DtypeClass dclass = DtypeClass::other;
     CHECK(parse_dtype_class("int", &dclass));
     CHECK(dclass == DtypeClass::integer);

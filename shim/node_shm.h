@@ -1,0 +1,139 @@
+// Node shared-memory reduction: the intra-node machinery of the multi-leader (DPML) path, seed 001 (Bayatpour et
+// al.) §1 and §4, shared with the SHARP path (which replaces the inter-node step).
+//
+// Per chunk of the user's buffer:
+//   (1) every rank copies its chunk into its own slot of a node shared-memory window;
+//   (2) leader j (node ranks 0..l-1) reduces partition j of the chunk over all ppn slots with the n-ary kernel,
+//       into the chunk's result area;
+//   (3) with several nodes, leader j reduces its partition across nodes (the caller's inter-node step: l concurrent
+//       MPI allreduces for multileader, SHARP for the sharp path);
+//   (4) every rank copies the reduced chunk out into recvbuf.
+// Chunks are small (cache sized on one node) and the window holds kShmBuffers of them, so the phases of consecutive
+// chunks overlap and the data a leader reduces is still in cache when it reads it.
+//
+// Synchronization protocol (no MPI_Barrier per call). The window's control area holds, per node rank, three
+// monotonically increasing 64-bit sequence numbers, each on its own cache line:
+//   arrived[r] = s  rank r has copied its input for chunk s into its slot;
+//   reduced[j] = s  leader j has written its (node- and, with several nodes, globally-) reduced partition of s;
+//   copied[r]  = s  rank r has copied chunk s's result out.
+// Chunk s uses buffer s % kShmBuffers. Before writing its slot for chunk s a rank has already seen reduced[*] >= s-1
+// (it copied out s-1), and leaders reduce chunks in order, so a slot is never overwritten before it was reduced. A
+// leader writes the result area of buffer s % kShmBuffers only after copied[*] >= s - kShmBuffers (everyone read the
+// chunk that used it before). Stores are release, loads acquire, so the data written before a store is visible after
+// the load. Sequence numbers continue across calls (every rank of the node makes the same calls in the same order),
+// so the protocol needs no reset. Waiting spins briefly, then yields the CPU (ranks may outnumber cores).
+#pragma once
+
+#include <mpi.h>
+
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+#include "shim/paths.h"
+
+namespace arshim {
+
+constexpr int kShmBuffers = 2;
+constexpr std::size_t kCacheLine = 64;
+constexpr int kMaxPpn = 1024;      // sources of one n-ary reduction are kept on the stack
+constexpr int kMaxLeaders = 64;
+
+struct alignas(kCacheLine) ShmCounter {
+    std::atomic<uint64_t> value;
+};
+static_assert(sizeof(ShmCounter) == kCacheLine, "one counter per cache line");
+static_assert(std::atomic<uint64_t>::is_always_lock_free, "shared-memory counters must be lock-free");
+
+inline void wait_at_least(const std::atomic<uint64_t>& counter, uint64_t target) {
+    for (int spin = 0; counter.load(std::memory_order_acquire) < target; ++spin)
+        if (spin > 64) sched_yield();
+}
+
+// The node window and protocol state of one communicator (CommContext::multileader).
+struct MultileaderState {
+    MPI_Win window = MPI_WIN_NULL;
+    char* base = nullptr;
+    int ppn = 0;
+    std::size_t chunk_bytes = 0;  // identical on every node of the communicator
+    ShmCounter* arrived = nullptr;
+    ShmCounter* reduced = nullptr;
+    ShmCounter* copied = nullptr;
+    char* buffers = nullptr;  // kShmBuffers x (ppn slots + 1 result), each chunk_bytes
+    uint64_t sequence = 0;    // last chunk sequence number used (identical on the node's ranks)
+    bool usable = false;
+    MPI_Comm leader_comm[kMaxLeaders + 1];  // by leader count; this rank's own leader communicator
+
+    char* slot(int buffer, int rank) const {
+        return buffers + (static_cast<std::size_t>(buffer) * (ppn + 1) + static_cast<std::size_t>(rank)) * chunk_bytes;
+    }
+    char* result(int buffer) const { return slot(buffer, ppn); }
+};
+
+// The context's node state, built on first use (collective over the communicator; every rank learns the same
+// outcome). Returns nullptr when the path must decline, with *reason set; the decision is identical on all ranks.
+MultileaderState* node_shm(CommContext& ctx, stats::Reason* reason);
+
+// The communicator of leader j = this rank's node rank across nodes, for `leaders` leaders per node (collective
+// over the user's communicator the first time). MPI_COMM_NULL for ranks that are not leaders.
+MPI_Comm node_leader_comm(CommContext& ctx, MultileaderState& state, int leaders);
+
+// Partition j of `elements` among `parts`, on cache-line boundaries where the element size allows.
+void shm_partition(std::size_t elements, std::size_t element_size, int parts, int j, std::size_t* first,
+                   std::size_t* count);
+
+// Runs the chunk protocol for one call. `internode(void* data, std::size_t count)` is called by each leader with
+// its reduced partition of every chunk when the communicator spans several nodes; it returns an MPI error code.
+template <typename InterNode>
+int run_node_protocol(const PathCall& call, MultileaderState& state, kernels::NaryFn reduce, int leaders,
+                      InterNode&& internode) {
+    CommContext& ctx = call.ctx;
+    const bool multinode = ctx.node_count > 1;
+    const std::size_t element = call.type.size;
+    const std::size_t count = static_cast<std::size_t>(call.args.count);
+    const std::size_t chunk_elements = state.chunk_bytes / element;
+    const char* input =
+        static_cast<const char*>(call.args.sendbuf == MPI_IN_PLACE ? call.args.recvbuf : call.args.sendbuf);
+    char* output = static_cast<char*>(call.args.recvbuf);
+    const int me = ctx.node_rank;
+    const bool leader = me < leaders;
+    const void* sources[kMaxPpn];
+    int rc = MPI_SUCCESS;
+
+    for (std::size_t first = 0; first < count; first += chunk_elements) {
+        const std::size_t n = std::min(chunk_elements, count - first);
+        const uint64_t s = ++state.sequence;
+        const int buffer = static_cast<int>(s % kShmBuffers);
+
+        // (1) my input chunk into my slot
+        std::memcpy(state.slot(buffer, me), input + first * element, n * element);
+        state.arrived[me].value.store(s, std::memory_order_release);
+
+        if (leader) {
+            std::size_t part_first = 0, part_count = 0;
+            shm_partition(n, element, leaders, me, &part_first, &part_count);
+            for (int r = 0; r < state.ppn; ++r) wait_at_least(state.arrived[r].value, s);
+            if (s > kShmBuffers)
+                for (int r = 0; r < state.ppn; ++r) wait_at_least(state.copied[r].value, s - kShmBuffers);
+            const std::size_t offset = part_first * element;
+            if (part_count > 0) {
+                // (2) reduce partition `me` over every rank's slot, in node-rank order (same bits on every rank)
+                for (int r = 0; r < state.ppn; ++r) sources[r] = state.slot(buffer, r) + offset;
+                reduce(state.result(buffer) + offset, sources, static_cast<std::size_t>(state.ppn), part_count);
+                // (3) across nodes; after an error the protocol still completes, so no rank of the node hangs
+                if (multinode && rc == MPI_SUCCESS) rc = internode(state.result(buffer) + offset, part_count);
+            }
+            state.reduced[me].value.store(s, std::memory_order_release);
+        }
+
+        // (4) the whole reduced chunk out
+        for (int j = 0; j < leaders; ++j) wait_at_least(state.reduced[j].value, s);
+        std::memcpy(output + first * element, state.result(buffer), n * element);
+        state.copied[me].value.store(s, std::memory_order_release);
+    }
+    return rc;
+}
+
+}  // namespace arshim

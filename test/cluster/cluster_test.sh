@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# One emulated-cluster integration test: HOSTS virtual hosts x PPN ranks under one MPI flavor.
+#
+#   cluster_test.sh FLAVOR HOSTS PPN CHECK_ALLREDUCE ARSHIM_CLUSTER
+#
+# 1. `arshim cluster up` (10 Gbit/s tbf links) with a watcher that tears the rig down if this script is killed;
+# 2. `arshim cluster verify`: each rank's MPI_COMM_TYPE_SHARED node is its virtual host, allreduce traffic crosses
+#    the links (NIC byte counters), the links are shaped;
+# 3. check_allreduce (every type/op, MPI_IN_PLACE, sub-communicators; its own expected values) with ARShim preloaded
+#    and each path forced: native, pipelined, multileader (expected to run where ranks share a host, and to decline
+#    to native where every host has one rank);
+# 4. down (trap: also on failure, INT and TERM; by PID).
+# Exit 77 (skip) when not root or when network namespaces are unavailable.
+set -uo pipefail
+flavor=$1 hosts=$2 ppn=$3 check=$4 cluster=$5
+
+bash "$cluster" check || exit $?   # 77 with the reason when the rig cannot run here
+[[ -x $check ]] || { echo "cluster_test: $check not built" >&2; exit 1; }
+
+# One user of this rig at a time (a second `meson test` waits here).
+mkdir -p /run/arshim-cluster
+exec 9>>"/run/arshim-cluster/${ARSHIM_CLUSTER_NAME:-arshim}.lock"
+flock -w 900 9 || { echo "cluster_test: rig is busy" >&2; exit 1; }
+export ARSHIM_CLUSTER_LOCKED=${ARSHIM_CLUSTER_NAME:-arshim}
+
+cleanup() { bash "$cluster" down 9>&- || true; }
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+failures=0
+step() {  # name, command...
+  local name=$1 start=$SECONDS rc=0
+  shift
+  echo "=== $name"
+  "$@" 9>&- || rc=$?
+  echo "--- $name: $([[ $rc == 0 ]] && echo ok || echo "FAILED (exit $rc)") in $((SECONDS - start)) s"
+  [[ $rc == 0 ]] || failures=$((failures + 1))
+}
+
+step "up $hosts hosts" bash "$cluster" up --hosts "$hosts" --link 10gbit --watch $$ || true
+step "verify $flavor ${hosts}x$ppn" bash "$cluster" verify --mpi "$flavor" --ppn "$ppn" --bytes 2M --reps 2
+((failures)) && exit 1
+
+common=(-x "CHECK_FLAVOR=$flavor" -x CHECK_EXPECT_SHIM=1 -x ARSHIM_LOG=warn)
+for path in native pipelined multileader; do
+  vars=("${common[@]}" -x "ARSHIM_PATH=$path")
+  case $path in
+    pipelined) vars+=(-x ARSHIM_SEGMENT_BYTES=16K -x CHECK_EXPECT_PATH=pipelined) ;;
+    multileader)
+      # several ranks per host: real node shared memory + inter-node leader allreduces (2 leaders, 3 pieces);
+      # one rank per host: the path declines (one_rank_per_node) and the calls run native, still checked
+      if ((ppn > 1)); then vars+=(-x ARSHIM_LEADERS=2 -x ARSHIM_PIPELINE_K=3 -x CHECK_EXPECT_PATH=multileader); fi ;;
+  esac
+  step "check_allreduce $flavor ${hosts}x$ppn ARSHIM_PATH=$path" \
+    bash "$cluster" run --mpi "$flavor" --ppn "$ppn" --timeout 150 "${vars[@]}" -- "$check" --quick --subcomms \
+      --large 20011
+done
+
+# Nothing may be left on the hosts (a hang would have been killed by the run's timeout and cleaned by PID).
+left=$(bash "$cluster" status | grep -c 'processes:' || true)
+[[ $left == 0 ]] || { echo "cluster_test: processes left on the virtual hosts"; failures=$((failures + 1)); }
+
+if ((failures)); then
+  echo "cluster_test: $failures step(s) failed"
+  exit 1
+fi
+echo "cluster_test: $flavor ${hosts}x$ppn: all steps passed"

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# `arshim run`: detects the MPI of C, Fortran and Python programs, passes LD_PRELOAD and ARSHIM_* settings to the
+# ranks with the right launcher syntax, and refuses a program linked to neither MPI with a one-line error.
+#   check_launcher.sh ARSHIM BUILD_DIR
+set -uo pipefail
+arshim=$1 build=$2
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fail=0
+expect() {  # expect NAME PATTERN OUTPUT
+  if grep -qE -- "$2" <<<"$3"; then echo "ok: $1"; else echo "FAIL: $1: no '$2' in:"; echo "$3"; fail=1; fi
+}
+"$arshim" --help >/dev/null && "$arshim" run --help >/dev/null || { echo "FAIL: --help"; fail=1; }
+
+out=$(ARSHIM_LOG=info "$arshim" run -v -- mpirun.mpich -n 1 "$build/examples/allreduce_sweep-mpich" --max 64 2>&1)
+expect "mpich program gets -genv LD_PRELOAD" "-genv LD_PRELOAD [^ ]*libarshim-mpich.so" "$out"
+expect "ARSHIM_* passed with -genv" "-genv ARSHIM_LOG info" "$out"
+expect "shim active in the ranks" "arshim\[0\] info: ARShim" "$out"
+expect "program ran" "all results correct" "$out"
+
+out=$(ARSHIM_LOG=info "$arshim" run -v -- mpirun.openmpi -n 1 "$build/examples/allreduce_sweep-openmpi" --max 64 2>&1)
+expect "openmpi program gets -x LD_PRELOAD" "-x LD_PRELOAD=[^ ]*libarshim-openmpi.so" "$out"
+expect "ARSHIM_* passed with -x" "-x ARSHIM_LOG" "$out"
+expect "shim active in the ranks" "arshim\[0\] info: ARShim" "$out"
+
+if [[ -x $build/examples/fortran_allreduce-openmpi ]]; then
+  out=$("$arshim" run -v -- mpirun.openmpi -n 1 "$build/examples/fortran_allreduce-openmpi" 2>&1)
+  expect "fortran program detected as openmpi" "libarshim-openmpi.so" "$out"
+fi
+if /usr/bin/python3 -c "import mpi4py" 2>/dev/null; then
+  out=$("$arshim" run -v -- mpirun.openmpi -n 1 /usr/bin/python3 -c "from mpi4py import MPI" 2>&1)
+  expect "python (mpi4py) detected as openmpi" "libarshim-openmpi.so" "$out"
+fi
+
+out=$("$arshim" run -- mpirun.mpich -n 1 /bin/true 2>&1); rc=$?
+expect "non-MPI program refused" "^arshim: /(usr/)?bin/true is linked to neither MPICH nor Open MPI" "$out"
+[[ $rc -eq 2 && $(wc -l <<<"$out") -eq 1 ]] || { echo "FAIL: want exit 2 and one line, got $rc"; fail=1; }
+
+out=$("$arshim" run -- mpirun.openmpi -n 1 "$build/examples/allreduce_sweep-mpich" 2>&1); rc=$?
+expect "launcher/program mismatch refused" "is the openmpi launcher but the program uses mpich" "$out"
+exit $fail

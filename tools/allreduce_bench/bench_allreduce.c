@@ -1,0 +1,105 @@
+/* bench_allreduce: an ordinary MPI program that times MPI_Allreduce (float SUM by default) over a range of sizes and
+ * prints one CSV line per size: bytes,reps,median_us,min_us,p90_us. Each repetition is timed from a barrier, and the
+ * time of a repetition is the slowest rank's. The first result of every size is checked on every rank.
+ *
+ *   bench_allreduce [--min BYTES] [--max BYTES] [--factor F] [--reps N] [--budget BYTES] [--type float|double|int]
+ *                   [--in-place] */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static long long parse_bytes(const char *text) {
+    char *end = NULL;
+    long long v = strtoll(text, &end, 10);
+    if (*end == 'K' || *end == 'k') v <<= 10;
+    else if (*end == 'M' || *end == 'm') v <<= 20;
+    else if (*end == 'G' || *end == 'g') v <<= 30;
+    return v;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    long long min_bytes = 8, max_bytes = 64LL << 20, budget = 512LL << 20;
+    int factor = 4, max_reps = 200, in_place = 0;
+    MPI_Datatype type = MPI_FLOAT;
+    int elem = 4;
+    for (int i = 1; i < argc; ++i) {
+        if (!strcmp(argv[i], "--min") && i + 1 < argc) min_bytes = parse_bytes(argv[++i]);
+        else if (!strcmp(argv[i], "--max") && i + 1 < argc) max_bytes = parse_bytes(argv[++i]);
+        else if (!strcmp(argv[i], "--factor") && i + 1 < argc) factor = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) max_reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--budget") && i + 1 < argc) budget = parse_bytes(argv[++i]);
+        else if (!strcmp(argv[i], "--in-place")) in_place = 1;
+        else if (!strcmp(argv[i], "--type") && i + 1 < argc) {
+            ++i;
+            if (!strcmp(argv[i], "double")) type = MPI_DOUBLE, elem = 8;
+            else if (!strcmp(argv[i], "int")) type = MPI_INT, elem = 4;
+            else type = MPI_FLOAT, elem = 4;
+        } else {
+            if (rank == 0) fprintf(stderr, "bench_allreduce: unknown option %s\n", argv[i]);
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+    }
+    if (factor < 2) factor = 2;
+    if (min_bytes < elem) min_bytes = elem;
+    size_t max_count = (size_t)(max_bytes / elem);
+    char *send = malloc(max_count * elem + 64), *recv = malloc(max_count * elem + 64);
+    double *times = malloc(sizeof(double) * (size_t)(max_reps > 0 ? max_reps : 1));
+    if (!send || !recv || !times) MPI_Abort(MPI_COMM_WORLD, 1);
+    memset(send, 0, max_count * elem);
+    memset(recv, 0, max_count * elem);
+    long errors = 0;
+    if (rank == 0) printf("bytes,reps,median_us,min_us,p90_us\n");
+    for (long long bytes = min_bytes; bytes <= max_bytes; bytes *= factor) {
+        int count = (int)(bytes / elem);
+        long long fit = budget / bytes;
+        int reps = fit < 5 ? 5 : (fit > max_reps ? max_reps : (int)fit);
+        /* values: small integers, exact in any summation order */
+        for (int i = 0; i < count; ++i) {
+            if (type == MPI_FLOAT) ((float *)send)[i] = (float)(rank + i % 3);
+            else if (type == MPI_DOUBLE) ((double *)send)[i] = (double)(rank + i % 3);
+            else ((int *)send)[i] = rank + i % 3;
+        }
+        for (int r = -2; r < reps; ++r) { /* two warm-up calls */
+            if (in_place) memcpy(recv, send, (size_t)count * elem);
+            MPI_Barrier(MPI_COMM_WORLD);
+            double t0 = MPI_Wtime();
+            MPI_Allreduce(in_place ? MPI_IN_PLACE : send, recv, count, type, MPI_SUM, MPI_COMM_WORLD);
+            double t = MPI_Wtime() - t0;
+            if (r == -2)
+                for (int i = 0; i < count; ++i) {
+                    double want = (double)size * (size - 1) / 2 + (double)size * (i % 3);
+                    double got = type == MPI_FLOAT ? ((float *)recv)[i]
+                                 : type == MPI_DOUBLE ? ((double *)recv)[i] : ((int *)recv)[i];
+                    if (got != want) {
+                        ++errors;
+                        break;
+                    }
+                }
+            if (r >= 0) times[r] = t;
+        }
+        MPI_Allreduce(MPI_IN_PLACE, times, reps, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        qsort(times, (size_t)reps, sizeof(double), cmp_double);
+        if (rank == 0)
+            printf("%lld,%d,%.3f,%.3f,%.3f\n", bytes, reps, times[reps / 2] * 1e6, times[0] * 1e6,
+                   times[(reps * 9) / 10] * 1e6);
+        fflush(stdout);
+    }
+    long total = 0;
+    MPI_Reduce(&errors, &total, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (rank == 0 && total) fprintf(stderr, "bench_allreduce: %ld WRONG RESULTS\n", total);
+    free(send);
+    free(recv);
+    free(times);
+    MPI_Finalize();
+    return total != 0;
+}

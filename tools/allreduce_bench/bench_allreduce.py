@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""arshim bench allreduce: native MPI_Allreduce vs ARShim's paths vs peer algorithms, in one run.
+
+Every configuration runs the same ordinary MPI program (bench_allreduce-<flavor>) under mpirun; configurations are
+interleaved round by round so that machine noise hits them alike, and each figure is the median over rounds of the
+per-run median. Ratios are speed-ups over native (> 1 means faster than native).
+
+  arshim bench allreduce [--mpi mpich,openmpi] [--np 2] [--min 8] [--max 256M] [--rounds 3] [--configs ...]
+"""
+import argparse
+import csv
+import io
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.realpath(__file__))
+
+
+def build_dir(explicit):
+    """The meson build directory holding shim/ and tools/allreduce_bench/ (argument, env, or usual places)."""
+    candidates = [explicit] if explicit else []
+    candidates += [os.environ.get("ARSHIM_BUILD_DIR"), os.path.join(HERE, "..", ".."),
+                   os.path.join(HERE, "..", "..", "build")]
+    for c in candidates:
+        if c and os.path.isfile(os.path.join(c, "tools", "allreduce_bench", "bench_allreduce-mpich")) or \
+           c and os.path.isfile(os.path.join(c, "tools", "allreduce_bench", "bench_allreduce-openmpi")):
+            return os.path.realpath(c)
+    sys.exit("bench_allreduce: cannot find the build directory (pass --build-dir or set ARSHIM_BUILD_DIR)")
+
+
+def configurations(flavor, np_, names):
+    """name -> (preload shim?, environment, extra mpirun arguments). Peers are the libraries' own alternatives."""
+    all_configs = {
+        "native": (False, {}, []),
+        "arshim-default": (True, {}, []),
+        "pipelined-256K": (True, {"ARSHIM_PATH": "pipelined", "ARSHIM_SEGMENT_BYTES": "256K",
+                                  "ARSHIM_WINDOW": "8"}, []),
+        "pipelined-1M": (True, {"ARSHIM_PATH": "pipelined", "ARSHIM_SEGMENT_BYTES": "1M", "ARSHIM_WINDOW": "8"}, []),
+        "pipelined-4M": (True, {"ARSHIM_PATH": "pipelined", "ARSHIM_SEGMENT_BYTES": "4M", "ARSHIM_WINDOW": "4"}, []),
+        "multileader-l1": (True, {"ARSHIM_PATH": "multileader", "ARSHIM_LEADERS": "1"}, []),
+        "multileader-l2": (True, {"ARSHIM_PATH": "multileader", "ARSHIM_LEADERS": "2"}, []),
+        "multileader-lppn": (True, {"ARSHIM_PATH": "multileader", "ARSHIM_LEADERS": str(np_)}, []),
+        "multileader-l2-k4": (True, {"ARSHIM_PATH": "multileader", "ARSHIM_LEADERS": "2",
+                                     "ARSHIM_PIPELINE_K": "4"}, []),
+    }
+    if flavor == "openmpi":
+        all_configs["peer-ompi-han"] = (False, {}, ["--mca", "coll_han_priority", "100"])
+    else:
+        # MPICH 4.0.2 has no multi-leader composition (MPIR_CVAR_ALLREDUCE_COMPOSITION does not exist in it and
+        # unknown CVARs are ignored): its ring algorithm is the bandwidth-optimal peer it does have.
+        all_configs["peer-mpich-ring"] = (False, {"MPIR_CVAR_ALLREDUCE_DEVICE_COLLECTIVE": "0",
+                                                  "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": "ring"}, [])
+    if not names:
+        return all_configs
+    unknown = [n for n in names if n not in all_configs and not n.startswith("peer-")]
+    if unknown:
+        sys.exit(f"bench_allreduce: unknown configuration(s) {', '.join(unknown)}; "
+                 f"allowed: {', '.join(all_configs)}")
+    return {n: all_configs[n] for n in names if n in all_configs}
+
+
+def command(flavor, np_, build, preload, env, extra, args):
+    program = os.path.join(build, "tools", "allreduce_bench", f"bench_allreduce-{flavor}")
+    prog_args = ["--min", args.min, "--max", args.max, "--factor", str(args.factor), "--reps", str(args.reps),
+                 "--budget", args.budget]
+    libs = []
+    if preload:
+        libs.append(os.path.join(build, "shim", f"libarshim-{flavor}.so"))
+    if args.yield_helper and flavor == "mpich":
+        libs.append(os.path.join(build, "test", "libarshim-test-yield.so"))
+    env = dict(env)
+    if libs:
+        env["LD_PRELOAD"] = ":".join(libs)
+    if flavor == "openmpi":
+        cmd = ["mpirun.openmpi", "-n", str(np_), "--bind-to", "none"]
+        if not args.no_local_flags:
+            cmd += ["--mca", "btl", "self,vader"]
+        if args.oversubscribe:
+            cmd += ["--oversubscribe", "--mca", "mpi_yield_when_idle", "1"]
+        for k, v in env.items():
+            cmd += ["-x", f"{k}={v}"]
+    else:
+        cmd = ["mpirun.mpich", "-n", str(np_)]
+        for k, v in env.items():
+            cmd += ["-genv", k, v]
+    cmd += extra + [program] + prog_args
+    if args.wrap:
+        cmd = shlex.split(args.wrap.format(flavor=flavor, np=np_)) + cmd
+    return cmd
+
+
+def run_once(cmd, timeout):
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    for k in list(env):
+        if k.startswith("ARSHIM_"):
+            del env[k]  # each configuration sets exactly what it wants
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    if proc.returncode != 0:
+        raise RuntimeError(f"exit {proc.returncode}: {' '.join(cmd)}\n{proc.stderr[-2000:]}")
+    rows = {}
+    body = proc.stdout[proc.stdout.index("bytes,"):]
+    for row in csv.DictReader(io.StringIO(body)):
+        rows[int(row["bytes"])] = float(row["median_us"])
+    return rows
+
+
+def human(n):
+    for unit, shift in (("G", 30), ("M", 20), ("K", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift}{unit}"
+    return str(n)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 2)[2])
+    p.add_argument("--mpi", default="mpich,openmpi", help="flavors, comma separated (default: both)")
+    p.add_argument("--np", type=int, default=2, help="ranks (default 2)")
+    p.add_argument("--min", default="8", help="smallest message, bytes (default 8)")
+    p.add_argument("--max", default="64M", help="largest message (default 64M; up to 256M)")
+    p.add_argument("--factor", type=int, default=4, help="size step factor (default 4)")
+    p.add_argument("--reps", type=int, default=100, help="most repetitions per size and run (default 100)")
+    p.add_argument("--budget", default="1G", help="bytes reduced per size and run, bounds repetitions (default 1G)")
+    p.add_argument("--rounds", type=int, default=3, help="interleaved rounds; figures are medians over them")
+    p.add_argument("--configs", default="", help="comma-separated configuration names (default: all)")
+    p.add_argument("--oversubscribe", action="store_true", help="more ranks than cores: Open MPI yields")
+    p.add_argument("--yield-helper", action="store_true",
+                   help="preload the test-only yield helper under MPICH (oversubscribed runs)")
+    p.add_argument("--wrap", default="", help="prefix for every mpirun command ({flavor}, {np} substituted), e.g. "
+                                              "a launcher that runs it on an emulated cluster")
+    p.add_argument("--no-local-flags", action="store_true", help="do not force Open MPI's shared-memory btl")
+    p.add_argument("--nodes", type=int, default=1, help="nodes, for the link lower bound column")
+    p.add_argument("--link-gbit", type=float, default=0, help="link speed in Gbit/s: adds the ring lower bound")
+    p.add_argument("--csv", help="write every figure to this CSV file")
+    p.add_argument("--json", help="write the figures as JSON")
+    p.add_argument("--build-dir", help="meson build directory (default: found next to this script)")
+    p.add_argument("--timeout", type=int, default=900, help="seconds per run")
+    args = p.parse_args()
+
+    build = build_dir(args.build_dir)
+    flavors = [f for f in args.mpi.split(",") if f]
+    names = [n for n in args.configs.split(",") if n]
+    results = {}  # (flavor, config) -> {bytes: [per-round medians]}
+    plan = {f: configurations(f, args.np, names) for f in flavors}
+    started = time.time()
+    total_runs = args.rounds * sum(len(c) for c in plan.values())
+    done = 0
+    for rnd in range(args.rounds):
+        for flavor in flavors:
+            for name, (preload, env, extra) in plan[flavor].items():
+                cmd = command(flavor, args.np, build, preload, env, extra, args)
+                done += 1
+                print(f"[{done}/{total_runs}, {time.time() - started:.0f}s] round {rnd + 1} {flavor} {name}",
+                      file=sys.stderr, flush=True)
+                try:
+                    rows = run_once(cmd, args.timeout)
+                except (RuntimeError, subprocess.TimeoutExpired, ValueError) as error:
+                    print(f"bench_allreduce: {flavor} {name} failed: {error}", file=sys.stderr)
+                    continue
+                for size, us in rows.items():
+                    results.setdefault((flavor, name), {}).setdefault(size, []).append(us)
+
+    records = []
+    for flavor in flavors:
+        configs = [n for n in plan[flavor] if (flavor, n) in results]
+        base = results.get((flavor, "native"), {})
+        sizes = sorted({s for n in configs for s in results[(flavor, n)]})
+        print(f"\n{flavor}, {args.np} ranks, {args.nodes} node(s): median time (us) and speed-up over native")
+        header = f"{'bytes':>8}" + ("" if not args.link_gbit else f" {'bound_us':>9}")
+        for n in configs:
+            header += f" {n:>18}"
+        header += f" {'best_arshim':>18}"
+        print(header)
+        for size in sizes:
+            line = f"{human(size):>8}"
+            bound = None
+            if args.link_gbit:
+                # ring allreduce: every node sends and receives 2(N-1)/N * n bytes over its link
+                nodes = max(args.nodes, 1)
+                bound = 2 * (nodes - 1) / nodes * size / (args.link_gbit * 1e9 / 8) * 1e6 if nodes > 1 else 0.0
+                line += f" {bound:>9.1f}"
+            native = statistics.median(base[size]) if size in base else None
+            best = None
+            for n in configs:
+                vals = results[(flavor, n)].get(size)
+                if not vals:
+                    line += f" {'-':>18}"
+                    continue
+                t = statistics.median(vals)
+                ratio = native / t if native else None
+                cell = f"{t:.1f}" + (f" ({ratio:.2f}x)" if ratio else "")
+                line += f" {cell:>18}"
+                if n != "native" and not n.startswith("peer-") and ratio and (best is None or ratio > best[1]):
+                    best = (n, ratio)
+                records.append({"flavor": flavor, "np": args.np, "nodes": args.nodes, "config": n, "bytes": size,
+                                "median_us": round(t, 3), "speedup_vs_native": round(ratio, 4) if ratio else None,
+                                "rounds": len(vals), "lower_bound_us": round(bound, 3) if bound is not None else None})
+            line += f" {(best[0] + f' {best[1]:.2f}x') if best else '-':>18}"
+            print(line)
+    if args.csv:
+        with open(args.csv, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(records[0].keys()) if records else ["flavor"])
+            w.writeheader()
+            w.writerows(records)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(records, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""Run arshim-bench-kernels for both MPI flavors (or read their CSVs) and merge them into one table.
+
+Columns: ARShim's kernel at every ISA level, each library's own MPI_Reduce_local, the plain loop and memcpy, in
+GB/s, and the ratios of ARShim's best level to MPICH, to Open MPI and to the plain loop. Standard library only.
+
+  arshim-bench-kernels-report                      # run ./arshim-bench-kernels-{mpich,openmpi} beside this script
+  arshim-bench-kernels-report --max 16M --reps 5 --out kernels.csv
+  arshim-bench-kernels-report --csv mpich.csv openmpi.csv   # merge earlier runs
+"""
+
+import argparse
+import csv
+import os
+import subprocess
+import sys
+import tempfile
+from collections import defaultdict
+
+LEVELS = ["scalar", "avx2", "avx512", "neon", "sve"]  # narrowest first; the widest present is "ARShim"
+FLAVORS = ["mpich", "openmpi"]
+
+
+def run_flavor(exe, flavor, args, tmpdir):
+    out = os.path.join(tmpdir, flavor + ".csv")
+    cmd = [exe, "--csv", out, "--min", args.min, "--max", args.max, "--reps", str(args.reps)]
+    if args.flush_cache:
+        cmd.append("--flush-cache")
+    env = dict(os.environ)
+    if flavor == "openmpi" and hasattr(os, "geteuid") and os.geteuid() == 0:
+        # Open MPI refuses to start as root unless told it is deliberate (containers, CI).
+        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    print("running", " ".join(cmd), file=sys.stderr)
+    subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
+    return out
+
+
+def read_rows(paths):
+    rows = []
+    for path in paths:
+        with open(path, newline="") as f:
+            rows.extend(csv.DictReader(f))
+    return rows
+
+
+def merge(rows):
+    """(case, bytes, cache) -> impl -> GB/s. ARShim levels, plain and memcpy are measured by both programs (same
+    code, two processes): their mean is used; each library's number comes from its own program."""
+    samples = defaultdict(lambda: defaultdict(list))
+    for r in rows:
+        samples[(r["case"], int(r["bytes"]), r["cache"])][r["impl"]].append(float(r["gbps"]))
+    table = {}
+    for key, impls in samples.items():
+        table[key] = {impl: sum(v) / len(v) for impl, v in impls.items()}
+    return table
+
+
+def ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+def human(n):
+    for unit, scale in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale}{unit}"
+    return str(n)
+
+
+def build_report(table):
+    levels = [lvl for lvl in LEVELS if any(lvl in impls for impls in table.values())]
+    best = levels[-1] if levels else None
+    header = (["case", "bytes", "cache"] + levels + ["mpich", "openmpi", "plain", "memcpy"] +
+              [f"{best}/mpich", f"{best}/openmpi", f"{best}/plain"])
+    out = []
+    for (case, nbytes, cache) in sorted(table, key=lambda k: (k[0], k[2], k[1])):
+        impls = table[(case, nbytes, cache)]
+        arshim = impls.get(best)
+        row = [case, nbytes, cache] + [impls.get(lvl) for lvl in levels]
+        row += [impls.get("mpich"), impls.get("openmpi"), impls.get("plain"), impls.get("memcpy")]
+        row += [ratio(arshim, impls.get("mpich")), ratio(arshim, impls.get("openmpi")),
+                ratio(arshim, impls.get("plain"))]
+        out.append(row)
+    return header, out
+
+
+def fmt(v):
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.2f}"
+    return str(v)
+
+
+def print_table(header, rows):
+    shown = [[fmt(human(c) if i == 1 else c) for i, c in enumerate(r)] for r in rows]
+    widths = [max(len(h), *(len(r[i]) for r in shown)) if shown else len(h) for i, h in enumerate(header)]
+    print("  ".join(h.rjust(w) for h, w in zip(header, widths)))
+    for r in shown:
+        print("  ".join(c.rjust(w) for c, w in zip(r, widths)))
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--csv", nargs="+", metavar="FILE", help="merge these CSVs instead of running the programs")
+    p.add_argument("--mpich-exe", default=os.path.join(here, "arshim-bench-kernels-mpich"))
+    p.add_argument("--openmpi-exe", default=os.path.join(here, "arshim-bench-kernels-openmpi"))
+    p.add_argument("--min", default="1K", help="smallest buffer (default 1K)")
+    p.add_argument("--max", default="256M", help="largest buffer (default 256M)")
+    p.add_argument("--reps", type=int, default=7, help="repetitions, the median is kept (default 7)")
+    p.add_argument("--flush-cache", action="store_true", help="evict the buffers before each timed call")
+    p.add_argument("--out", metavar="FILE", help="write the merged table as CSV")
+    args = p.parse_args()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.csv:
+            paths = args.csv
+        else:
+            paths = []
+            for flavor, exe in (("mpich", args.mpich_exe), ("openmpi", args.openmpi_exe)):
+                if os.access(exe, os.X_OK):
+                    paths.append(run_flavor(exe, flavor, args, tmp))
+                else:
+                    print(f"note: {exe} not found, no {flavor} column", file=sys.stderr)
+            if not paths:
+                p.error("no benchmark program found; give --csv or --mpich-exe/--openmpi-exe")
+        header, rows = build_report(merge(read_rows(paths)))
+
+    print_table(header, rows)
+    if args.out:
+        with open(args.out, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(header)
+            for r in rows:
+                w.writerow(["" if v is None else (f"{v:.4f}" if isinstance(v, float) else v) for v in r])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
