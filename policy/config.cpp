@@ -99,9 +99,16 @@ std::string choice_word(const char* choices, int index) {
     return std::string(rest.substr(0, rest.find('|')));
 }
 
-std::string allowed_text(const OptionSpec& spec) {
+bool is_tristate(const OptionSpec& spec) {
+    return spec.type == OptionType::flag && std::strcmp(spec.default_value, "auto") == 0;
+}
+
+}  // namespace
+
+std::string allowed_values(const OptionSpec& spec) {
     switch (spec.type) {
-    case OptionType::flag: return "1/true/on/yes or 0/false/off/no";
+    case OptionType::flag:
+        return is_tristate(spec) ? "auto, 1/true/on/yes or 0/false/off/no" : "1/true/on/yes or 0/false/off/no";
     case OptionType::integer:
         return "an integer in [" + std::to_string(spec.min) + ", " + std::to_string(spec.max) + "]";
     case OptionType::size:
@@ -112,12 +119,19 @@ std::string allowed_text(const OptionSpec& spec) {
     return "";
 }
 
+namespace {
+
 // Parses `text` as a value of `spec`; false when it is not allowed.
 bool parse_value(const OptionSpec& spec, std::string_view text, OptionValue* out) {
     text = trim(text);
     switch (spec.type) {
     case OptionType::flag: {
         bool b = false;
+        if (is_tristate(spec) && iequals(text, "auto")) {  // tri-state flag: the consumer decides
+            out->number = -1;
+            out->text = "auto";
+            return true;
+        }
         if (!parse_flag(text, &b)) return false;
         out->number = b ? 1 : 0;
         out->text = b ? "1" : "0";
@@ -157,11 +171,6 @@ bool parse_value(const OptionSpec& spec, std::string_view text, OptionValue* out
 
 OptionValue default_value(const OptionSpec& spec) {
     OptionValue v;
-    if (spec.type == OptionType::flag && std::strcmp(spec.default_value, "auto") == 0) {
-        v.number = -1;  // "auto": the consumer decides from other options
-        v.text = "auto";
-        return v;
-    }
     bool ok = parse_value(spec, spec.default_value, &v);
     (void)ok;  // the table's own defaults are checked by a unit test
     v.source = OptionSource::builtin;
@@ -246,7 +255,7 @@ Config Config::from_pairs(const EnvPairs& pairs, std::vector<std::string>* probl
         OptionValue value;
         if (!parse_value(*spec, text, &value)) {
             if (problems)
-                problems->push_back(name + "=\"" + text + "\": expected " + allowed_text(*spec) +
+                problems->push_back(name + "=\"" + text + "\": expected " + allowed_values(*spec) +
                                     "; using the default (" + spec->default_value + ")");
             continue;
         }

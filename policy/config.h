@@ -80,6 +80,8 @@ bool parse_flag(std::string_view text, bool* out);
 bool parse_size(std::string_view text, int64_t* out);
 bool parse_integer(std::string_view text, int64_t* out);
 std::string format_size(int64_t bytes);
+// What `spec` accepts, in words ("one of auto|native|...", "an integer in [0, 64]", ...), for messages and docs.
+std::string allowed_values(const OptionSpec& spec);
 
 class Config {
 public:

@@ -1,6 +1,7 @@
 #include "shim/comm_context.h"
 
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 
 #include "shim/log.h"
@@ -20,8 +21,23 @@ std::once_flag g_keyval_once;
 std::mutex g_registry_mutex;
 std::vector<CommContext*> g_registry;
 
+// Per-thread memo of the last communicators' contexts, so the common case (the same few communicators, call after
+// call) costs a few compares instead of an MPI attribute lookup (which takes a lock inside Open MPI). Freeing any
+// context bumps the generation, which invalidates every thread's memo before the context is deleted: a freed
+// communicator's handle may be reused by a new one.
+std::atomic<uint64_t> g_generation{1};
+struct Memo {
+    MPI_Comm comm;
+    CommContext* ctx;
+    uint64_t generation;
+};
+constexpr int kMemoSize = 4;
+thread_local Memo t_memo[kMemoSize] = {};
+thread_local unsigned t_memo_next = 0;
+
 int delete_callback(MPI_Comm, int, void* attribute, void*) {
     auto* ctx = static_cast<CommContext*>(attribute);
+    g_generation.fetch_add(1, std::memory_order_acq_rel);
     {
         std::lock_guard<std::mutex> lock(g_registry_mutex);
         g_registry.erase(std::remove(g_registry.begin(), g_registry.end(), ctx), g_registry.end());
@@ -83,17 +99,23 @@ uint64_t stats_shape_id(MPI_Comm comm, bool inter) {
 }  // namespace
 
 CommContext* CommContext::get(MPI_Comm comm) {
+    const uint64_t generation = g_generation.load(std::memory_order_acquire);
+    for (const Memo& memo : t_memo)
+        if (memo.comm == comm && memo.generation == generation && memo.ctx != nullptr) return memo.ctx;
+
     const int key = keyval();
     void* attribute = nullptr;
     int found = 0;
     PMPI_Comm_get_attr(comm, key, &attribute, &found);
-    if (found) return static_cast<CommContext*>(attribute);
-
-    auto* ctx = new CommContext;
-    ctx->build(comm);
-    PMPI_Comm_set_attr(comm, key, ctx);
-    std::lock_guard<std::mutex> lock(g_registry_mutex);
-    g_registry.push_back(ctx);
+    CommContext* ctx = static_cast<CommContext*>(attribute);
+    if (!found) {
+        ctx = new CommContext;
+        ctx->build(comm);
+        PMPI_Comm_set_attr(comm, key, ctx);
+        std::lock_guard<std::mutex> lock(g_registry_mutex);
+        g_registry.push_back(ctx);
+    }
+    t_memo[t_memo_next++ % kMemoSize] = {comm, ctx, generation};
     return ctx;
 }
 

@@ -1,6 +1,7 @@
 #include "shim/node_shm.h"
 
 #include <new>
+#include <string>
 
 #include "shim/log.h"
 
@@ -13,25 +14,27 @@ constexpr std::size_t kSingleNodeChunk = 128 * 1024;
 // Several nodes: large enough that each leader's inter-node step (chunk / l bytes) is not latency-bound.
 constexpr std::size_t kMultiNodeChunk = 1 << 20;
 
-MultileaderState* create_state(CommContext& ctx) {
+}  // namespace
+
+MultileaderState* create_shm_state(CommContext& ctx, const ShmDomain& domain) {
     auto* state = new MultileaderState;
     for (MPI_Comm& c : state->leader_comm) c = MPI_COMM_NULL;
-    state->ppn = ctx.node_size;
+    state->ppn = domain.size;
 
     // The "node" must really share memory (ARSHIM_VIRTUAL_PPN can group ranks that do not).
     int ok = 1;
     MPI_Comm shared = MPI_COMM_NULL;
-    PMPI_Comm_split_type(ctx.node_comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared);
+    PMPI_Comm_split_type(domain.comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared);
     int shared_size = 0;
     PMPI_Comm_size(shared, &shared_size);
     PMPI_Comm_free(&shared);
-    if (shared_size != ctx.node_size) ok = 0;
+    if (shared_size != domain.size) ok = 0;
 
     // The chunk size decides how many inter-node steps each leader makes, so it must be the same on every node: it
     // is derived from values identical on all ranks (largest ppn, node count, settings).
-    const std::size_t preferred = ctx.node_count > 1 ? kMultiNodeChunk : kSingleNodeChunk;
-    const std::size_t largest_sets = static_cast<std::size_t>(kShmBuffers) * (ctx.ppn_max + 1);
-    const std::size_t largest_control = 3 * static_cast<std::size_t>(ctx.ppn_max) * kCacheLine;
+    const std::size_t preferred = domain.count > 1 ? kMultiNodeChunk : kSingleNodeChunk;
+    const std::size_t largest_sets = static_cast<std::size_t>(kShmBuffers) * (domain.size_max + 1);
+    const std::size_t largest_control = 3 * static_cast<std::size_t>(domain.size_max) * kCacheLine;
     const std::size_t shm_max = static_cast<std::size_t>(ctx.config->number(OptionId::shm_max));
     std::size_t chunk =
         std::min(preferred, shm_max > largest_control ? (shm_max - largest_control) / largest_sets : 0);
@@ -43,10 +46,10 @@ MultileaderState* create_state(CommContext& ctx) {
 
     if (ok) {
         // Errors creating the window must come back to us (and be agreed on), not abort the job.
-        PMPI_Comm_set_errhandler(ctx.node_comm, MPI_ERRORS_RETURN);
-        const MPI_Aint bytes = ctx.node_rank == 0 ? static_cast<MPI_Aint>(control + sets * chunk) : 0;
+        PMPI_Comm_set_errhandler(domain.comm, MPI_ERRORS_RETURN);
+        const MPI_Aint bytes = domain.rank == 0 ? static_cast<MPI_Aint>(control + sets * chunk) : 0;
         void* mine = nullptr;
-        int rc = PMPI_Win_allocate_shared(bytes, 1, MPI_INFO_NULL, ctx.node_comm, &mine, &state->window);
+        int rc = PMPI_Win_allocate_shared(bytes, 1, MPI_INFO_NULL, domain.comm, &mine, &state->window);
         if (rc == MPI_SUCCESS) {
             MPI_Aint size = 0;
             int disp = 0;
@@ -58,30 +61,44 @@ MultileaderState* create_state(CommContext& ctx) {
     PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, ctx.comm);
     if (!all_ok) {
         if (state->window != MPI_WIN_NULL) PMPI_Win_free(&state->window);
-        if (ctx.rank == 0 && log::first_time("node-shm"))
-            log::warn("node shared-memory window unavailable (ARSHIM_SHM_MAX={}, a node's ranks must share "
+        if (ctx.rank == 0 && log::first_time(std::string(domain.name) + "-shm"))
+            log::warn("{} shared-memory window unavailable (ARSHIM_SHM_MAX={}, a {}'s ranks must share "
                       "memory): multileader and sharp calls run native",
-                      ctx.config->text(OptionId::shm_max));
+                      domain.name, ctx.config->text(OptionId::shm_max), domain.name);
         return state;
     }
     state->arrived = reinterpret_cast<ShmCounter*>(state->base);
     state->reduced = state->arrived + state->ppn;
     state->copied = state->reduced + state->ppn;
     state->buffers = state->base + control;
-    if (ctx.node_rank == 0)
+    if (domain.rank == 0)
         for (int r = 0; r < 3 * state->ppn; ++r) new (&state->arrived[r]) ShmCounter{{0}};
-    PMPI_Barrier(ctx.node_comm);  // counters initialized before anyone reads them
+    PMPI_Barrier(domain.comm);  // counters initialized before anyone reads them
     state->usable = true;
     return state;
 }
 
-}  // namespace
+void free_shm_state(MultileaderState* state) {
+    if (state == nullptr) return;
+    if (state->window != MPI_WIN_NULL) PMPI_Win_free(&state->window);
+    for (MPI_Comm& comm : state->leader_comm)
+        if (comm != MPI_COMM_NULL && comm != MPI_COMM_SELF) PMPI_Comm_free(&comm);
+    delete state;
+}
 
 MultileaderState* node_shm(CommContext& ctx, stats::Reason* reason) {
     // Decline on values identical on all ranks only. ppn = 1 everywhere: nothing to share.
     if (ctx.ppn_max == 1) return *reason = stats::Reason::one_rank_per_node, nullptr;
     if (ctx.ppn_max > kMaxPpn) return *reason = stats::Reason::path_unavailable, nullptr;
-    if (ctx.multileader == nullptr) ctx.multileader = create_state(ctx);
+    if (ctx.multileader == nullptr) {
+        ShmDomain node;
+        node.comm = ctx.node_comm;
+        node.rank = ctx.node_rank;
+        node.size = ctx.node_size;
+        node.size_max = ctx.ppn_max;
+        node.count = ctx.node_count;
+        ctx.multileader = create_shm_state(ctx, node);
+    }
     if (!ctx.multileader->usable) return *reason = stats::Reason::shm_unavailable, nullptr;
     return ctx.multileader;
 }
@@ -109,12 +126,7 @@ void shm_partition(std::size_t elements, std::size_t element_size, int parts, in
 }
 
 void release_multileader(CommContext& ctx) {
-    MultileaderState* state = ctx.multileader;
-    if (state == nullptr) return;
-    if (state->window != MPI_WIN_NULL) PMPI_Win_free(&state->window);
-    for (MPI_Comm& comm : state->leader_comm)
-        if (comm != MPI_COMM_NULL && comm != MPI_COMM_SELF) PMPI_Comm_free(&comm);
-    delete state;
+    free_shm_state(ctx.multileader);
     ctx.multileader = nullptr;
 }
 

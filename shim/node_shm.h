@@ -31,6 +31,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <utility>
 
 #include "shim/paths.h"
 
@@ -76,6 +77,23 @@ struct MultileaderState {
 // outcome). Returns nullptr when the path must decline, with *reason set; the decision is identical on all ranks.
 MultileaderState* node_shm(CommContext& ctx, stats::Reason* reason);
 
+// A shared-memory domain: the ranks that run the chunk protocol together. The multileader path's domain is always
+// the node (node_shm); the SHARP path with socket leaders uses the ranks of one socket of a node (shim/path_sharp.cpp).
+struct ShmDomain {
+    MPI_Comm comm = MPI_COMM_NULL;  // the domain's ranks (must share memory; not owned)
+    int rank = 0;                   // my rank in `comm`
+    int size = 1;
+    int size_max = 1;               // largest domain of the communicator (identical on all ranks)
+    int count = 1;                  // domains of the communicator (identical on all ranks)
+    const char* name = "node";      // for the log
+};
+
+// Builds the window and protocol state of one domain (collective over ctx.comm; every rank learns the same outcome:
+// `usable` is identical on all ranks). node_shm() is create_shm_state() for the node domain, cached in the context.
+MultileaderState* create_shm_state(CommContext& ctx, const ShmDomain& domain);
+// Frees what create_shm_state() made (collective over the domain: the window) and the state itself.
+void free_shm_state(MultileaderState* state);
+
 // The communicator of leader j = this rank's node rank across nodes, for `leaders` leaders per node (collective
 // over the user's communicator the first time). MPI_COMM_NULL for ranks that are not leaders.
 MPI_Comm node_leader_comm(CommContext& ctx, MultileaderState& state, int leaders);
@@ -84,20 +102,18 @@ MPI_Comm node_leader_comm(CommContext& ctx, MultileaderState& state, int leaders
 void shm_partition(std::size_t elements, std::size_t element_size, int parts, int j, std::size_t* first,
                    std::size_t* count);
 
-// Runs the chunk protocol for one call. `internode(void* data, std::size_t count)` is called by each leader with
-// its reduced partition of every chunk when the communicator spans several nodes; it returns an MPI error code.
+// Runs the chunk protocol for one call over a domain in which this rank is `me`. `internode(void* data,
+// std::size_t count)` is called by each leader with its reduced partition of every chunk when there are several
+// domains (`multinode`); it returns an MPI error code.
 template <typename InterNode>
-int run_node_protocol(const PathCall& call, MultileaderState& state, kernels::NaryFn reduce, int leaders,
-                      InterNode&& internode) {
-    CommContext& ctx = call.ctx;
-    const bool multinode = ctx.node_count > 1;
+int run_shm_protocol(const PathCall& call, MultileaderState& state, kernels::NaryFn reduce, int leaders, int me,
+                     bool multinode, InterNode&& internode) {
     const std::size_t element = call.type.size;
     const std::size_t count = static_cast<std::size_t>(call.args.count);
     const std::size_t chunk_elements = state.chunk_bytes / element;
     const char* input =
         static_cast<const char*>(call.args.sendbuf == MPI_IN_PLACE ? call.args.recvbuf : call.args.sendbuf);
     char* output = static_cast<char*>(call.args.recvbuf);
-    const int me = ctx.node_rank;
     const bool leader = me < leaders;
     const void* sources[kMaxPpn];
     int rc = MPI_SUCCESS;
@@ -134,6 +150,14 @@ int run_node_protocol(const PathCall& call, MultileaderState& state, kernels::Na
         state.copied[me].value.store(s, std::memory_order_release);
     }
     return rc;
+}
+
+// The chunk protocol over the node: `internode` is called when the communicator spans several nodes.
+template <typename InterNode>
+int run_node_protocol(const PathCall& call, MultileaderState& state, kernels::NaryFn reduce, int leaders,
+                      InterNode&& internode) {
+    return run_shm_protocol(call, state, reduce, leaders, call.ctx.node_rank, call.ctx.node_count > 1,
+                            std::forward<InterNode>(internode));
 }
 
 }  // namespace arshim

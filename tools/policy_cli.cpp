@@ -205,28 +205,6 @@ int run_show(const std::string& policy_option, const std::string& mpi) {
 
 // ---- options ----
 
-std::string allowed(const OptionSpec& spec) {
-    switch (spec.type) {
-    case OptionType::flag: return "0/1 (also false/true, off/on, no/yes)";
-    case OptionType::integer: return std::to_string(spec.min) + ".." + std::to_string(spec.max);
-    case OptionType::size: {
-        std::string range = format_size(spec.min) + ".." + format_size(spec.max);
-        return (spec.min > 0 || std::string(spec.default_value) != "0" ? range : "0 or 1.." + format_size(spec.max)) +
-               " bytes, K/M/G/T suffixes";
-    }
-    case OptionType::choice: {
-        std::string words = spec.choices;
-        for (char& c : words)
-            if (c == '|') c = ',';
-        std::string out;
-        std::stringstream in(words);
-        for (std::string w; std::getline(in, w, ',');) out += (out.empty() ? "" : ", ") + w;
-        return out;
-    }
-    case OptionType::text: return "text";
-    }
-    return "";
-}
 
 const char* type_name(OptionType type) {
     switch (type) {
@@ -255,13 +233,13 @@ int run_options(bool markdown) {
         for (const OptionSpec& spec : option_table()) {
             const std::string def = spec.default_value[0] ? "`" + std::string(spec.default_value) + "`" : "(unset)";
             std::cout << "| `" << spec.name << "` | " << type_name(spec.type) << " | " << def << " | "
-                      << markdown_cell(allowed(spec)) << " | " << markdown_cell(spec.doc) << " |\n";
+                      << markdown_cell(allowed_values(spec)) << " | " << markdown_cell(spec.doc) << " |\n";
         }
         return 0;
     }
     for (const OptionSpec& spec : option_table()) {
         std::cout << spec.name << " (" << type_name(spec.type) << ", default "
-                  << (spec.default_value[0] ? spec.default_value : "unset") << "; " << allowed(spec) << ")\n    "
+                  << (spec.default_value[0] ? spec.default_value : "unset") << "; " << allowed_values(spec) << ")\n    "
                   << spec.doc << "\n";
     }
     return 0;

@@ -160,8 +160,8 @@ const char* known_library_bug(Op op, MPI_Datatype dt, bool is_unsigned, std::siz
         if (op == Op::sum && size <= 2 && dt != MPI_BYTE) return "ompi#8045";
         // Open MPI 4.1.4 maps MPI_UNSIGNED_LONG to the signed long op (fixed after 4.1.4) ...
         if (minmax && dt == MPI_UNSIGNED_LONG) return "ompi#10525";
-        // ... and MPI_OFFSET to an unsigned one (same mapping bug family, measured here).
-        if (minmax && dt == MPI_OFFSET) return "ompi#10525 (MPI_OFFSET)";
+        // ... and op/avx compares MPI_OFFSET as unsigned (measured here, docs/library-bugs.md).
+        if (minmax && dt == MPI_OFFSET) return "Open MPI op/avx MPI_OFFSET, docs/library-bugs.md";
     }
     return nullptr;
 }

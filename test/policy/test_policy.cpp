@@ -129,28 +129,28 @@ TEST_CASE("size_bucket matches the shim's stats buckets", "[policy]") {
     }
 }
 
-TEST_CASE("the built-in policy: native, pipelined from 4 MiB", "[policy][default]") {
+TEST_CASE("the built-in policy: multileader from 4 MiB on one node, native otherwise", "[policy][default]") {
     const LoadResult r = load_policy(Config(), nullptr, "", "mpich");
     CHECK(r.problems.empty());
     CHECK_FALSE(r.file_used);
     const Policy& p = *r.policy;
     CHECK(p.source() == "built-in default.toml");
-    const Decision big = p.decide(call(4 << 20));
-    CHECK(big.path == Path::pipelined);
-    CHECK(big.segment_bytes == 1 << 20);
-    CHECK(big.segments == 0);
-    CHECK(big.window == 8);
+    const Decision big = p.decide(call(4 << 20, 2, 1));
+    CHECK(big.path == Path::multileader);
+    CHECK(big.leaders == 8);
+    CHECK(big.pipeline_k == 1);
     CHECK(big.kernel == KernelChoice::native);
     CHECK(p.describe_rule(big.rule) ==
           "built-in default.toml:" + std::to_string(rule_line(builtin_policy_text(), 1)));
-    CHECK(p.decide(call(uint64_t{1} << 40)).path == Path::pipelined);
-    CHECK(p.decide(call((4 << 20) - 1)).path == Path::native);
+    CHECK(p.decide(call(uint64_t{1} << 40, 2, 1)).path == Path::multileader);
+    CHECK(p.decide(call((4 << 20) - 1, 2, 1)).path == Path::native);
+    CHECK(p.decide(call(4 << 20, 2, 2)).path == Path::native);  // several nodes: not measured yet, native
     CHECK(p.decide(call(0)).path == Path::native);
     CHECK(p.decide(call(8, 1, 1)).path == Path::native);
     CHECK(p.describe_rule(p.decide(call(8)).rule) ==
           "built-in default.toml:" + std::to_string(rule_line(builtin_policy_text(), 2)));
     CHECK(p.describe_rule(-1) == "no matching rule");
-    CHECK(describe_decision(big) == "pipelined segment_bytes=1M window=8 kernel=native");
+    CHECK(describe_decision(big) == "multileader leaders=8 pipeline_k=1 kernel=native");
 }
 
 TEST_CASE("policy/default.toml: zero problems, and the library holds exactly this file", "[policy][default]") {
@@ -349,8 +349,8 @@ TEST_CASE("ARSHIM_POLICY_MODE: replace or prepend the built-in rules", "[policy]
     const Policy& prepended = *prepended_held;
     CHECK(prepended.source() == "p.toml, then built-in default.toml");
     CHECK(prepended.decide(call(512)).path == Path::sharp);
-    const Decision big = prepended.decide(call(8 << 20));
-    CHECK(big.path == Path::pipelined);
+    const Decision big = prepended.decide(call(8 << 20, 2, 1));
+    CHECK(big.path == Path::multileader);
     CHECK(prepended.describe_rule(big.rule).rfind("built-in default.toml:", 0) == 0);
     for (std::size_t i = 0; i < prepended.rules().size(); ++i)
         CHECK(prepended.rules()[i].decision.rule == static_cast<int>(i));
@@ -368,7 +368,7 @@ TEST_CASE("a file with errors is not used at all: the built-in table is", "[poli
     CHECK_FALSE(r.file_used);
     CHECK_FALSE(r.policy->file_used());
     CHECK(r.policy->source() == "built-in default.toml (my.toml rejected)");
-    CHECK(r.policy->decide(call(8 << 20)).path == Path::pipelined);  // the built-in rule, not the file's rule 1
+    CHECK(r.policy->decide(call(8 << 20, 2, 1)).path == Path::multileader);  // the built-in rule, not the file's
 
     const std::string garbage = "\x01\x02 this is not TOML [[";
     const LoadResult g = load_policy(Config(), &garbage, "", "openmpi");

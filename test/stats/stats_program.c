@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAX_ROWS 64
 #define NOINLINE __attribute__((noinline))
@@ -82,8 +83,9 @@ static void note(MPI_Comm comm, const char *dtype, const char *op, long long byt
 }
 
 static void user_sum(void *in, void *inout, int *len, MPI_Datatype *type) {
-    (void)type;
-    for (int i = 0; i < *len; ++i) ((int *)inout)[i] += ((int *)in)[i];
+    int size = 0;
+    MPI_Type_size(*type, &size);
+    for (int i = 0; i < *len * size / (int)sizeof(int); ++i) ((int *)inout)[i] += ((int *)in)[i];
 }
 
 /* Call site 1: ten 8-byte double sums. */
@@ -110,18 +112,18 @@ NOINLINE static void max_loop(MPI_Comm comm) {
 
 NOINLINE static void fallbacks(void) {
     int in[8] = {1, 2, 3, 4, 5, 6, 7, 8}, out[8];
+    MPI_Op commutative, noncommutative;
+    MPI_Op_create(user_sum, 1, &commutative);
+    MPI_Op_create(user_sum, 0, &noncommutative);
     MPI_Datatype pair;
     MPI_Type_contiguous(2, MPI_INT, &pair);
     MPI_Type_commit(&pair);
     for (int i = 0; i < 2; ++i) {
-        MPI_Allreduce(in, out, 3, pair, MPI_SUM, MPI_COMM_WORLD);
-        note(MPI_COMM_WORLD, "derived", "sum", 24);
+        MPI_Allreduce(in, out, 3, pair, commutative, MPI_COMM_WORLD);  /* predefined ops need predefined types */
+        note(MPI_COMM_WORLD, "derived", "user", 24);
         ++reasons[0];
     }
     MPI_Type_free(&pair);
-    MPI_Op commutative, noncommutative;
-    MPI_Op_create(user_sum, 1, &commutative);
-    MPI_Op_create(user_sum, 0, &noncommutative);
     for (int i = 0; i < 2; ++i) {
         MPI_Allreduce(in, out, 4, MPI_INT, commutative, MPI_COMM_WORLD);
         note(MPI_COMM_WORLD, "int", "user", 16);
@@ -210,10 +212,11 @@ int main(int argc, char **argv) {
     char *mine = malloc(MAX_ROWS * 256 + 1024);
     mine[0] = '\0';
     for (int i = 0; i < nrows; ++i) {
-        sprintf(line, "{\"rank\": %d, \"comm\": \"%s\", \"datatype\": \"%s\", \"op\": \"%s\", \"bucket\": %d, "
-                             "\"calls\": %lld, \"bytes\": %lld},\n",
-                       world_rank, rows[i].comm, rows[i].dtype, rows[i].op, rows[i].bucket, rows[i].calls,
-                       rows[i].bytes);
+        snprintf(line, sizeof line,
+                 "{\"rank\": %d, \"comm\": \"%.47s\", \"datatype\": \"%s\", \"op\": \"%s\", \"bucket\": %d, "
+                 "\"calls\": %lld, \"bytes\": %lld},\n",
+                 world_rank, rows[i].comm, rows[i].dtype, rows[i].op, rows[i].bucket, rows[i].calls,
+                 rows[i].bytes);
         strcat(mine, line);
     }
     int mylen = (int)strlen(mine);

@@ -26,6 +26,8 @@ def run_flavor(exe, flavor, args, tmpdir):
     cmd = [exe, "--csv", out, "--min", args.min, "--max", args.max, "--reps", str(args.reps)]
     if args.flush_cache:
         cmd.append("--flush-cache")
+    if args.cpu_time:
+        cmd.append("--cpu-time")
     env = dict(os.environ)
     if flavor == "openmpi" and hasattr(os, "geteuid") and os.geteuid() == 0:
         # Open MPI refuses to start as root unless told it is deliberate (containers, CI).
@@ -110,6 +112,8 @@ def main():
     p.add_argument("--max", default="256M", help="largest buffer (default 256M)")
     p.add_argument("--reps", type=int, default=7, help="repetitions, the median is kept (default 7)")
     p.add_argument("--flush-cache", action="store_true", help="evict the buffers before each timed call")
+    p.add_argument("--cpu-time", action="store_true",
+                   help="time by the thread's CPU clock (a shared, busy machine)")
     p.add_argument("--out", metavar="FILE", help="write the merged table as CSV")
     args = p.parse_args()
 

@@ -1,13 +1,15 @@
 /* bench_stats_overhead: the cost of ARShim's call statistics on the smallest allreduce, measured in one run.
  *
  *   mpirun -n 2 -x LD_PRELOAD=libarshim-openmpi.so ./bench_stats_overhead-openmpi [--iters N] [--reps R] [--bytes B]
+ *                                                                              [--self]
  *
  * An 8-byte MPI_DOUBLE sum loop, in three modes interleaved in every repetition (their order rotates):
  *   off        MPI_Pcontrol(0): collection paused (no clock, no counters; the shim still routes every call)
  *   on         MPI_Pcontrol(1), call sites off (arshim_stats_set_callsites(0))
  *   callsites  MPI_Pcontrol(1), call sites on (the default with ARSHIM_STATS_CALLSITES=1)
  * Each phase times N calls after a barrier; a phase's time per call is the slowest rank's. Prints the median and
- * minimum over the repetitions and the ratios to `off`. Without ARShim preloaded all three modes are the same
+ * minimum over the repetitions and the ratios to `off`. --self loops on MPI_COMM_SELF instead of MPI_COMM_WORLD:
+ * a call that costs the library almost nothing, so the differences are the statistics' own nanoseconds. Without ARShim preloaded all three modes are the same
  * native loop (a baseline for the shim's own cost). Built by test/stats/meson.build. */
 #include <dlfcn.h>
 #include <mpi.h>
@@ -30,12 +32,14 @@ int main(int argc, char **argv) {
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     long iters = 20000;
     int reps = 15, bytes = 8;
+    MPI_Comm comm = MPI_COMM_WORLD;
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atol(argv[++i]);
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--bytes") && i + 1 < argc) bytes = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--self")) comm = MPI_COMM_SELF;
         else {
-            if (rank == 0) fprintf(stderr, "usage: %s [--iters N] [--reps R] [--bytes B]\n", argv[0]);
+            if (rank == 0) fprintf(stderr, "usage: %s [--iters N] [--reps R] [--bytes B] [--self]\n", argv[0]);
             MPI_Finalize();
             return 2;
         }
@@ -48,7 +52,7 @@ int main(int argc, char **argv) {
     for (int m = 0; m < MODES; ++m) t[m] = malloc(sizeof(double) * (size_t)reps);
 
     /* warm-up: communicator context, decision cache, call-site table, counters */
-    for (long i = 0; i < iters / 10 + 10; ++i) MPI_Allreduce(in, out, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    for (long i = 0; i < iters / 10 + 10; ++i) MPI_Allreduce(in, out, count, MPI_DOUBLE, MPI_SUM, comm);
     int initial_sites = set_callsites ? set_callsites(1) : 0;
 
     for (int r = 0; r < reps; ++r) {
@@ -58,7 +62,7 @@ int main(int argc, char **argv) {
             if (set_callsites) set_callsites(m == SITES);
             MPI_Barrier(MPI_COMM_WORLD);
             double t0 = MPI_Wtime();
-            for (long i = 0; i < iters; ++i) MPI_Allreduce(in, out, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+            for (long i = 0; i < iters; ++i) MPI_Allreduce(in, out, count, MPI_DOUBLE, MPI_SUM, comm);
             double per_call = (MPI_Wtime() - t0) / (double)iters, slowest = 0;
             MPI_Allreduce(&per_call, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
             t[m][r] = slowest;
@@ -74,14 +78,16 @@ int main(int argc, char **argv) {
             median[m] = reps % 2 ? t[m][reps / 2] : 0.5 * (t[m][reps / 2 - 1] + t[m][reps / 2]);
             best[m] = t[m][0];
         }
-        printf("bench_stats_overhead: %d ranks, %d B MPI_DOUBLE sum, %ld calls x %d repetitions per mode%s\n", size,
-               bytes, iters, reps, set_callsites ? "" : " [ARShim not preloaded: all modes native]");
+        printf("bench_stats_overhead: %d ranks, %d B MPI_DOUBLE sum on %s, %ld calls x %d repetitions per mode%s\n",
+               size, bytes, comm == MPI_COMM_SELF ? "MPI_COMM_SELF" : "MPI_COMM_WORLD", iters, reps,
+               set_callsites ? "" : " [ARShim not preloaded: all modes native]");
         printf("%-10s %12s %12s %12s %12s\n", "mode", "median_ns", "min_ns", "median/off", "min/off");
         for (int m = 0; m < MODES; ++m)
             printf("%-10s %12.1f %12.1f %12.3f %12.3f\n", mode_names[m], median[m] * 1e9, best[m] * 1e9,
                    median[m] / median[OFF], best[m] / best[OFF]);
-        printf("bench_stats_overhead: stats on %+.1f%%, call sites on %+.1f%% (median vs off)\n",
-               100.0 * (median[ON] / median[OFF] - 1), 100.0 * (median[SITES] / median[OFF] - 1));
+        printf("bench_stats_overhead: stats on %+.1f%% (%+.1f ns), call sites on %+.1f%% (%+.1f ns) (median vs off)\n",
+               100.0 * (median[ON] / median[OFF] - 1), 1e9 * (median[ON] - median[OFF]),
+               100.0 * (median[SITES] / median[OFF] - 1), 1e9 * (median[SITES] - median[OFF]));
     }
     for (int m = 0; m < MODES; ++m) free(t[m]);
     free(in);
