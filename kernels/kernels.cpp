@@ -26,21 +26,24 @@ struct Tables {
     KernelTable level[kIsaCount];
     Tables() {
         scalar::fill(level[0]);
-        // Each wider level starts as a copy of the level below and overwrites what it vectorizes.
+        // Each wider level starts as a copy of the level below and overwrites what it vectorizes. A filler runs only
+        // on a CPU that has its ISA: it is compiled with that ISA's flags, and the compiler vectorizes even its
+        // pointer stores (an AVX-512 fill() executes ZMM instructions and dies with SIGILL on an AVX2-only CPU).
+        // A level the CPU lacks stays a copy of the level below and is never selected (table(), select_isa()).
         for (size_t i = 1; i < kIsaCount; ++i) level[i] = level[0];
 #ifdef ARSHIM_KERNELS_AVX2
-        avx2::fill(level[static_cast<size_t>(Isa::avx2)]);
+        if (isa_supported_by_cpu(Isa::avx2)) avx2::fill(level[static_cast<size_t>(Isa::avx2)]);
 #endif
 #ifdef ARSHIM_KERNELS_AVX512
         level[static_cast<size_t>(Isa::avx512)] = level[static_cast<size_t>(Isa::avx2)];
-        avx512::fill(level[static_cast<size_t>(Isa::avx512)]);
+        if (isa_supported_by_cpu(Isa::avx512)) avx512::fill(level[static_cast<size_t>(Isa::avx512)]);
 #endif
 #ifdef ARSHIM_KERNELS_NEON
-        neon::fill(level[static_cast<size_t>(Isa::neon)]);
+        if (isa_supported_by_cpu(Isa::neon)) neon::fill(level[static_cast<size_t>(Isa::neon)]);
 #endif
 #ifdef ARSHIM_KERNELS_SVE
         level[static_cast<size_t>(Isa::sve)] = level[static_cast<size_t>(Isa::neon)];
-        sve::fill(level[static_cast<size_t>(Isa::sve)]);
+        if (isa_supported_by_cpu(Isa::sve)) sve::fill(level[static_cast<size_t>(Isa::sve)]);
 #endif
         for (size_t i = 0; i < kIsaCount; ++i) level[i].isa = static_cast<Isa>(i);
     }
