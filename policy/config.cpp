@@ -248,8 +248,8 @@ Config Config::from_pairs(const EnvPairs& pairs, std::vector<std::string>* probl
             if (name == candidate.name) spec = &candidate;
         if (spec == nullptr) {
             if (problems)
-                problems->push_back(name + ": unknown variable (ignored); see 'arshim --help' or README for the "
-                                           "ARSHIM_* variables");
+                problems->push_back(name + ": unknown variable (ignored); the ARSHIM_* variables are listed by "
+                                           "'arshim policy options' and in README.md");
             continue;
         }
         OptionValue value;

@@ -188,6 +188,7 @@ std::string merge_key(std::vector<Frame> frames) {
 void warm_up() {
     static std::once_flag once;
     std::call_once(once, [] {
+        stats::start_clock();
         dl_iterate_phdr(classify_module, nullptr);
         const Runtime& rt = runtime();
         g_depth = static_cast<uint32_t>(rt.config.number(OptionId::stats_depth));
@@ -198,7 +199,7 @@ void warm_up() {
     });
 }
 
-void record_walk(stats::ThreadCounters& t, uintptr_t caller, uint64_t bytes, double seconds) {
+void record_walk(stats::ThreadCounters& t, uintptr_t caller, uint64_t bytes, double ticks) {
     constexpr int kMaxWalk = 24 + static_cast<int>(stats::kMaxDepth);
     void* stack[kMaxWalk];
     const int limit = std::min(kMaxWalk, 8 + static_cast<int>(g_depth) + 8);
@@ -217,7 +218,7 @@ void record_walk(stats::ThreadCounters& t, uintptr_t caller, uint64_t bytes, dou
         for (; i < n && depth < g_depth; ++i) frames[depth++] = reinterpret_cast<uintptr_t>(stack[i]);
     }
     if (depth == 0) frames[depth++] = caller;  // the stack could not be walked: the immediate caller
-    add_site(t, frames, depth, bytes, seconds);
+    add_site(t, frames, depth, bytes, ticks);
 }
 
 std::vector<LocalSite> collect(stats::Cell* overflow) {

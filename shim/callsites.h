@@ -51,7 +51,7 @@ inline uint64_t hash_frames(const uintptr_t* frames, uint32_t depth) {
 }
 
 inline void add_site(stats::ThreadCounters& t, const uintptr_t* frames, uint32_t depth, uint64_t bytes,
-                     double seconds) {
+                     double ticks) {
     const uint64_t h = hash_frames(frames, depth);
     std::size_t slot = static_cast<std::size_t>(h >> 40) & (stats::kSiteSlots - 1);
     for (std::size_t probe = 0; probe < stats::kSiteProbes; ++probe, slot = (slot + 1) & (stats::kSiteSlots - 1)) {
@@ -69,23 +69,23 @@ inline void add_site(stats::ThreadCounters& t, const uintptr_t* frames, uint32_t
         }
         ++site.calls;
         site.bytes += bytes;
-        site.seconds += seconds;
+        site.seconds += ticks;
         return;
     }
-    t.sites_overflow.add(bytes, seconds);
+    t.sites_overflow.add(bytes, ticks);
 }
 
 // Walks the stack (libunwind) past ARShim's and the binding layers' frames; out of line.
-void record_walk(stats::ThreadCounters& t, uintptr_t caller, uint64_t bytes, double seconds);
+void record_walk(stats::ThreadCounters& t, uintptr_t caller, uint64_t bytes, double ticks);
 
 // `caller`: the return address the entry point saw (CallArgs::caller).
-inline void record(stats::ThreadCounters& t, const void* caller, uint64_t bytes, double seconds) {
+inline void record(stats::ThreadCounters& t, const void* caller, uint64_t bytes, double ticks) {
     const auto pc = reinterpret_cast<uintptr_t>(caller);
     if (g_depth == 1 && (!is_binding(pc) || in(g_python_binding, pc))) {
-        add_site(t, &pc, 1, bytes, seconds);
+        add_site(t, &pc, 1, bytes, ticks);
         return;
     }
-    record_walk(t, pc, bytes, seconds);
+    record_walk(t, pc, bytes, ticks);
 }
 
 // --- finalize ---

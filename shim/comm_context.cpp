@@ -82,7 +82,8 @@ uint64_t stats_shape_id(MPI_Comm comm, bool inter) {
     shape.stride = size > 1 ? world_ranks[1] - world_ranks[0] : 1;
     uint64_t h = 1469598103934665603ull;
     auto mix = [&h](long long v) {
-        for (int byte = 0; byte < 8; ++byte) h = (h ^ ((static_cast<unsigned long long>(v) >> (8 * byte)) & 0xffu)) * 1099511628211ull;
+        const auto bits = static_cast<unsigned long long>(v);
+        for (int byte = 0; byte < 8; ++byte) h = (h ^ ((bits >> (8 * byte)) & 0xffu)) * 1099511628211ull;
     };
     mix(inter ? 1 : 0);
     mix(size);

@@ -1,6 +1,5 @@
 #include "shim/engine.h"
 
-#include <chrono>
 #include <cstring>
 
 #include "shim/callsites.h"
@@ -10,8 +9,6 @@
 namespace arshim::engine {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 struct Routed {
     int rc = MPI_SUCCESS;
@@ -113,19 +110,19 @@ int allreduce(const CallArgs& args) {
 
     ReentryGuard guard;
     callsites::ensure_ready();  // once: ARSHIM_STATS_CALLSITES / _DEPTH, module ranges
-    // Statistics: one clock pair, one row update and (call sites on) one call-site update; nothing when paused.
+    // Statistics: one clock pair (TSC), one row update and (call sites on) one call-site update; nothing when paused.
     const uint8_t flags = stats::g_flags.load(std::memory_order_relaxed);
     if (!(flags & stats::kCollect)) {
         ++stats::local().paused;
         return route(args).rc;
     }
-    const Clock::time_point start = Clock::now();
+    const uint64_t start = stats::ticks();
     const Routed routed = route(args);
-    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    const auto elapsed = static_cast<double>(stats::ticks() - start);  // clock ticks, seconds at finalize
     stats::ThreadCounters& counters = stats::local();
-    stats::record(counters, {routed.comm_id, routed.bytes, seconds,
+    stats::record(counters, {routed.comm_id, routed.bytes, elapsed,
                              {routed.path, stats::bucket_of(routed.bytes), routed.dtype, routed.op, routed.reason}});
-    if (flags & stats::kCallsites) callsites::record(counters, args.caller, routed.bytes, seconds);
+    if (flags & stats::kCallsites) callsites::record(counters, args.caller, routed.bytes, elapsed);
     return routed.rc;
 }
 

@@ -1,6 +1,9 @@
 #include "shim/stats.h"
 
 #include <cstring>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 #include <map>
 #include <memory>
 #include <mutex>
@@ -20,13 +23,8 @@ std::vector<std::unique_ptr<ThreadCounters>>& thread_blocks() {
     return *blocks;
 }
 
-ThreadCounters* register_thread() {
-    auto block = std::make_unique<ThreadCounters>();
-    ThreadCounters* raw = block.get();
-    std::lock_guard<std::mutex> lock(g_threads_mutex);
-    thread_blocks().push_back(std::move(block));
-    return raw;
-}
+std::chrono::steady_clock::time_point g_clock_start;
+uint64_t g_ticks_start = 0;
 
 struct CommRecord {
     CommShape shape;
@@ -62,9 +60,39 @@ const char* dtype_name(Dtype dtype) {
 }
 const char* op_label(uint8_t op) { return op < kOpCount ? kOpLabels[op] : "?"; }
 
-ThreadCounters& local() {
-    thread_local ThreadCounters* mine = register_thread();
-    return *mine;
+ThreadCounters* register_thread() {
+    auto block = std::make_unique<ThreadCounters>();
+    ThreadCounters* raw = block.get();
+    {
+        std::lock_guard<std::mutex> lock(g_threads_mutex);
+        thread_blocks().push_back(std::move(block));
+    }
+    t_counters = raw;
+    return raw;
+}
+
+void start_clock() {
+#if defined(__x86_64__)
+    // CPUID 0x80000007 EDX bit 8: invariant TSC (constant rate, runs in every C-state), synchronized across cores
+    // by the kernel on such machines.
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    g_use_tsc = __get_cpuid(0x80000007, &eax, &ebx, &ecx, &edx) && (edx & (1u << 8));
+#endif
+    g_clock_start = std::chrono::steady_clock::now();
+    g_ticks_start = ticks();
+}
+
+double seconds_per_tick() {
+    if (!g_use_tsc) return 1e-9;  // steady_clock ticks are nanoseconds on Linux (libstdc++)
+    auto elapsed = [] {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - g_clock_start).count();
+    };
+    // A run shorter than 20 ms gives a poor ratio: extend the interval (once, at finalize).
+    while (elapsed() < 0.02) {
+    }
+    const double seconds = elapsed();
+    const uint64_t ticks_now = ticks();
+    return ticks_now > g_ticks_start ? seconds / static_cast<double>(ticks_now - g_ticks_start) : 1e-9;
 }
 
 bool enabled() { return collecting(); }

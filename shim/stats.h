@@ -10,11 +10,16 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 
 #include "policy/policy.h"
+
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
 
 namespace arshim::stats {
 
@@ -43,7 +48,9 @@ const char* reason_name(Reason reason);    // "served" for kServed
 constexpr std::size_t kPathCount = static_cast<std::size_t>(policy::Path::count);
 constexpr std::size_t kBucketCount = 65;  // bucket 0 = 0 bytes, bucket b = [2^(b-1), 2^b)
 
-inline uint32_t bucket_of(uint64_t bytes) { return bytes == 0 ? 0u : 64u - static_cast<uint32_t>(__builtin_clzll(bytes)); }
+inline uint32_t bucket_of(uint64_t bytes) {
+    return bytes == 0 ? 0u : 64u - static_cast<uint32_t>(__builtin_clzll(bytes));
+}
 
 // Datatype classes of the statistics (the policy's three, plus derived datatypes).
 enum class Dtype : uint8_t { floating, integer, other, derived, count };
@@ -74,6 +81,7 @@ inline RowKey unpack(uint32_t p) {
 }
 constexpr uint32_t kPackedBits = 19;
 
+// In the thread tables the time fields hold clock ticks (ticks()); finalize scales them to seconds.
 struct Cell {
     uint64_t calls = 0;
     uint64_t bytes = 0;
@@ -87,6 +95,13 @@ struct Cell {
         ++calls;
         bytes += b;
         seconds += s;
+    }
+    Cell scaled(double factor) const {
+        Cell c = *this;
+        c.seconds *= factor;
+        c.min_seconds *= factor;
+        c.max_seconds *= factor;
+        return c;
     }
     void merge(const Cell& o) {
         if (o.calls == 0) return;
@@ -133,7 +148,27 @@ struct ThreadCounters {
 };
 
 // This thread's counters (registered on first use; the only lock and the only allocation are taken then).
-ThreadCounters& local();
+// Initial-exec TLS: one load, no __tls_get_addr call (the library is preloaded, so static TLS is available).
+inline thread_local ThreadCounters* t_counters __attribute__((tls_model("initial-exec"))) = nullptr;
+ThreadCounters* register_thread();
+inline ThreadCounters& local() {
+    ThreadCounters* t = t_counters;
+    if (__builtin_expect(t == nullptr, 0)) t = register_thread();
+    return *t;
+}
+
+// Per-call time in clock ticks: the TSC where it is invariant (x86-64, CPUID says so), else steady_clock
+// nanoseconds. The counters hold ticks ("seconds" fields of the thread tables); finalize converts them with
+// seconds_per_tick(), measured against steady_clock between start_clock() and then: no calibration loop at start.
+inline bool g_use_tsc = false;
+inline uint64_t ticks() {
+#if defined(__x86_64__)
+    if (__builtin_expect(g_use_tsc, 1)) return __rdtsc();
+#endif
+    return static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+}
+void start_clock();         // once, before the first timed call (callsites::warm_up)
+double seconds_per_tick();  // at finalize
 
 // Collection switches: MPI_Pcontrol(0/1) and ARSHIM_STATS_CALLSITES (or arshim_stats_set_callsites()).
 constexpr uint8_t kCollect = 1;
@@ -149,7 +184,7 @@ void set_callsites(bool on);
 struct Call {
     uint64_t comm;
     uint64_t bytes;
-    double seconds;
+    double ticks;  // ticks() difference
     RowKey key;
 };
 
@@ -172,11 +207,11 @@ inline void record(ThreadCounters& t, const Call& call) {
     const uint32_t key = pack(call.key) + 1;
     if (call.key.reason != kServed) ++t.reasons[static_cast<std::size_t>(call.key.reason)];
     if (Row* row = find_row(t, call.comm, key)) {
-        row->cell.add(call.bytes, call.seconds);
+        row->cell.add(call.bytes, call.ticks);
         return;
     }
     ++t.overflow_calls;
-    t.overflow[static_cast<std::size_t>(call.key.path)][call.key.bucket].add(call.bytes, call.seconds);
+    t.overflow[static_cast<std::size_t>(call.key.path)][call.key.bucket].add(call.bytes, call.ticks);
 }
 
 // Communicators, registered once when their context is built (not on the hot path). The id is a hash of the

@@ -65,6 +65,7 @@ struct LocalData {
 
 LocalData gather_local(bool with_sites) {
     LocalData d;
+    const double scale = seconds_per_tick();  // the thread tables hold clock ticks
     for_each_comm([&](uint64_t id, const CommShape& shape, uint64_t, uint64_t roots) {
         LocalComm& c = d.comms[id];
         c.shape = shape;
@@ -74,12 +75,13 @@ LocalData gather_local(bool with_sites) {
         for (const Row& row : t.rows) {
             if (row.key == 0 || row.cell.calls == 0) continue;
             const RowKey key = unpack(row.key - 1);
-            d.rows[{row.comm, row.key - 1}].merge(row.cell);
-            d.cells[static_cast<std::size_t>(key.path)][key.bucket].merge(row.cell);
-            d.comms[row.comm].cell.merge(row.cell);
+            const Cell cell = row.cell.scaled(scale);
+            d.rows[{row.comm, row.key - 1}].merge(cell);
+            d.cells[static_cast<std::size_t>(key.path)][key.bucket].merge(cell);
+            d.comms[row.comm].cell.merge(cell);
         }
         for (std::size_t p = 0; p < kPathCount; ++p)
-            for (std::size_t b = 0; b < kBucketCount; ++b) d.cells[p][b].merge(t.overflow[p][b]);
+            for (std::size_t b = 0; b < kBucketCount; ++b) d.cells[p][b].merge(t.overflow[p][b].scaled(scale));
         for (std::size_t r = 0; r < kReasonCount; ++r) d.reasons[r] += t.reasons[r];
         d.reentrant += t.reentrant;
         d.paused += t.paused;
@@ -90,9 +92,12 @@ LocalData gather_local(bool with_sites) {
         d.total.merge(d.paths[p]);
     }
     // Communicators registered but never used for a counted call (e.g. only while paused) make no row.
-    for (auto it = d.comms.begin(); it != d.comms.end();) it = it->second.cell.calls ? std::next(it) : d.comms.erase(it);
+    for (auto it = d.comms.begin(); it != d.comms.end();)
+        it = it->second.cell.calls ? std::next(it) : d.comms.erase(it);
     if (with_sites) {
         d.sites = callsites::collect(&d.sites_dropped);
+        for (callsites::LocalSite& site : d.sites) site.cell = site.cell.scaled(scale);
+        d.sites_dropped = d.sites_dropped.scaled(scale);
         d.sites_recorded = true;
     }
     d.wall = PMPI_Wtime() - runtime().init_time;
@@ -125,7 +130,8 @@ Report rank_report(const LocalData& d, int rank, int np) {
         e.agg = Agg::of(c.cell);
         r.comms.push_back(e);
     }
-    for (const auto& [key, cell] : d.rows) r.rows.push_back({comm_index[key.first], unpack(key.second), false, Agg::of(cell)});
+    for (const auto& [key, cell] : d.rows)
+        r.rows.push_back({comm_index[key.first], unpack(key.second), false, Agg::of(cell)});
     for (const callsites::LocalSite& s : d.sites) r.sites.push_back({s.frames, false, Agg::of(s.cell)});
     r.callsites_recorded = d.sites_recorded;
     r.sites_dropped = Agg::of(d.sites_dropped);
@@ -150,8 +156,8 @@ uint64_t mix64(uint64_t x) {
 }
 
 int probe_slot(long long key, int round, int slots) {
-    return static_cast<int>(mix64(static_cast<uint64_t>(key) + 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(round + 1)) %
-                            static_cast<uint64_t>(slots));
+    const uint64_t salt = 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(round + 1);
+    return static_cast<int>(mix64(static_cast<uint64_t>(key) + salt) % static_cast<uint64_t>(slots));
 }
 
 // Collective over `comm`: the ranks agree on at most `slots` of their keys (every rank passes its own distinct
@@ -175,8 +181,8 @@ std::vector<int> agree_slots(const std::vector<long long>& keys, int slots, std:
         proposal[static_cast<std::size_t>(slots)] = pending;
         PMPI_Allreduce(MPI_IN_PLACE, proposal.data(), slots + 1, MPI_LONG_LONG, MPI_MAX, comm);
         if (proposal[static_cast<std::size_t>(slots)] <= 0) break;  // nobody had anything left to place
-        for (int s = 0; s < slots; ++s)
-            if (proposal[static_cast<std::size_t>(s)] != kEmpty) (*table)[static_cast<std::size_t>(s)] = proposal[static_cast<std::size_t>(s)];
+        for (std::size_t s = 0; s < static_cast<std::size_t>(slots); ++s)
+            if (proposal[s] != kEmpty) (*table)[s] = proposal[s];
         for (std::size_t i = 0; i < keys.size(); ++i) {
             if (where[i] >= 0) continue;
             const int s = probe_slot(keys[i], round, slots);

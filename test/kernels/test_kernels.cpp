@@ -18,13 +18,11 @@ namespace {
 
 // 64-byte aligned storage, so that the offsets the tests add give exactly the misalignments intended.
 struct Buffer {
-    explicit Buffer(size_t bytes) : size(bytes + 128), data(static_cast<uint8_t*>(std::aligned_alloc(64, round(size))), &std::free) {}
-    static size_t round(size_t n) { return (n + 63) / 64 * 64; }
-    size_t size;
-    std::unique_ptr<uint8_t, decltype(&std::free)> data{nullptr, &std::free};
-    Buffer(const Buffer&) = delete;
-    Buffer(Buffer&&) = default;
+    explicit Buffer(size_t bytes)
+        : size(bytes + 128), data(static_cast<uint8_t*>(std::aligned_alloc(64, (size + 63) / 64 * 64)), &std::free) {}
     uint8_t* at(size_t offset) const { return data.get() + offset; }
+    size_t size;  // bytes + 128 of slack for the offsets
+    std::unique_ptr<uint8_t, decltype(&std::free)> data;
 };
 
 std::string label(const char* level, Op op, Type type, size_t n, const std::string& form) {

@@ -150,7 +150,8 @@ TEST_CASE("bad values: one exact line each, and the default stays", "[config]") 
         "ARSHIM_PATH=\"fast\": expected one of auto|native|pipelined|multileader|sharp; using the default (auto)",
         "ARSHIM_STRICT=\"maybe\": expected 1/true/on/yes or 0/false/off/no; using the default (0)",
         "ARSHIM_SHM_MAX=\"1K\": expected a size in [64K, 1T] such as 64K, 4MiB, 1G; using the default (64M)",
-        "ARSHIM_SEGMNTS: unknown variable (ignored); see 'arshim --help' or README for the ARSHIM_* variables",
+        "ARSHIM_SEGMNTS: unknown variable (ignored); the ARSHIM_* variables are listed by 'arshim policy options' and "
+        "in README.md",
     };
     CHECK(problems == expected);
     CHECK(c.number(OptionId::window) == 0);

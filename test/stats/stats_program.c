@@ -241,8 +241,8 @@ int main(int argc, char **argv) {
         if (total > 1) all[total - 2] = '\0'; /* drop the last ",\n" */
         FILE *f = fopen(argv[1], "w");
         if (!f) MPI_Abort(MPI_COMM_WORLD, 6);
-        fprintf(f, "{\"np\": %d, \"paused\": %lld, \"sites\": {\"small_sums\": %lld, \"max_loop\": %lld},\n", world_size,
-                sums[0], sums[1], sums[2]);
+        fprintf(f, "{\"np\": %d, \"paused\": %lld, \"sites\": {\"small_sums\": %lld, \"max_loop\": %lld},\n",
+                world_size, sums[0], sums[1], sums[2]);
         fprintf(f, "\"reasons\": {");
         for (int i = 0; i < 5; ++i) fprintf(f, "%s\"%s\": %lld", i ? ", " : "", reason_names[i], sums[3 + i]);
         fprintf(f, "},\n\"paths\": {");

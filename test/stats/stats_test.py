@@ -75,7 +75,8 @@ def common_checks(doc, np_, flavor, total_calls, total_bytes):
     check(sum(r["calls"] for r in doc["communicators"]) == total_calls, "communicators sum to the total")
     t = doc["time"]
     check(t["allreduce_s"]["total"] > 0 and t["wall_s"]["min"] > 0, "allreduce and wall time measured")
-    check(0 < t["allreduce_share"]["overall"] <= 1.0, f"share of wall time {t['allreduce_share']['overall']:.4f} in (0, 1]")
+    share = t["allreduce_share"]["overall"]
+    check(0 < share <= 1.0, f"share of wall time {share:.4f} in (0, 1]")
     for path in doc["paths"]:
         for b in [r for r in doc["buckets"] if r["path"] == path["path"]]:
             if not check(b["call_min_us"] <= b["avg_us"] <= b["call_max_us"] + 1e-9,
@@ -198,7 +199,8 @@ def case_c(args, variant):
                and comms.get("world", {}).get("id") == r["communicator"]]
         check(len(row) == 1 and row[0]["per_rank"]["calls"] == {"min": 20.0, "avg": 20.0, "max": 20.0}
               and row[0]["ranks"] == np_, "8 B double sums: 20 calls on each of 3 ranks (min/avg/max)")
-        row = [r for r in doc["rows"] if r["op"] == "max" and comms.get("size 2 stride 2", {}).get("id") == r["communicator"]]
+        split_id = comms.get("size 2 stride 2", {}).get("id")
+        row = [r for r in doc["rows"] if r["op"] == "max" and r["communicator"] == split_id]
         check(len(row) == 1 and row[0]["ranks"] == 2 and row[0]["calls"] == 10,
               "split communicator row: 2 ranks, 10 calls")
 
@@ -207,7 +209,8 @@ def case_c(args, variant):
         for r, path in enumerate(rank_files):
             with open(path) as f:
                 rank_doc = json.load(f)
-            check(rank_doc["scope"] == "rank" and rank_doc["rank"] == r, f"rank file {os.path.basename(path)}: rank {r}")
+            check(rank_doc["scope"] == "rank" and rank_doc["rank"] == r,
+                  f"rank file {os.path.basename(path)}: rank {r}")
             check(log_rows_by_key(rank_doc) == {tuple(k): v for k, v in per_rank[r].items()},
                   f"rank {r}: rows equal the rank's own calls")
             total_from_ranks += rank_doc["totals"]["calls"]
@@ -294,7 +297,8 @@ def case_mpi4py(args):
             return
         with open(path) as f:
             doc = json.load(f)
-        rows = {("world", "float", "sum", 13): [6 * np_, 6 * 4096 * np_], ("world", "int", "max", 4): [3 * np_, 24 * np_]}
+        rows = {("world", "float", "sum", 13): [6 * np_, 6 * 4096 * np_],
+                ("world", "int", "max", 4): [3 * np_, 24 * np_]}
         total_calls = 9 * np_
         common_checks(doc, np_, args.flavor, total_calls, sum(v[1] for v in rows.values()))
         check(log_rows_by_key(doc) == rows, f"mpi4py calls and bytes per row: {log_rows_by_key(doc)}")

@@ -38,6 +38,12 @@ def configurations(flavor, np_, names):
     all_configs = {
         "native": (False, {}, []),
         "arshim-default": (True, {}, []),
+        "pipelined-64K": (True, {"ARSHIM_PATH": "pipelined", "ARSHIM_SEGMENT_BYTES": "64K",
+                                 "ARSHIM_WINDOW": "16"}, []),
+        "pipelined-32K": (True, {"ARSHIM_PATH": "pipelined", "ARSHIM_SEGMENT_BYTES": "32K",
+                                 "ARSHIM_WINDOW": "16"}, []),
+        "pipelined-1M-simd": (True, {"ARSHIM_PATH": "pipelined", "ARSHIM_SEGMENT_BYTES": "1M", "ARSHIM_WINDOW": "8",
+                                     "ARSHIM_KERNEL_FOR_MPI": "simd"}, []),
         "pipelined-256K": (True, {"ARSHIM_PATH": "pipelined", "ARSHIM_SEGMENT_BYTES": "256K",
                                   "ARSHIM_WINDOW": "8"}, []),
         "pipelined-1M": (True, {"ARSHIM_PATH": "pipelined", "ARSHIM_SEGMENT_BYTES": "1M", "ARSHIM_WINDOW": "8"}, []),
@@ -67,7 +73,7 @@ def configurations(flavor, np_, names):
 def command(flavor, np_, build, preload, env, extra, args):
     program = os.path.join(build, "tools", "allreduce_bench", f"bench_allreduce-{flavor}")
     prog_args = ["--min", args.min, "--max", args.max, "--factor", str(args.factor), "--reps", str(args.reps),
-                 "--budget", args.budget]
+                 "--budget", args.budget] + (["--in-place"] if args.in_place else [])
     libs = []
     if preload:
         libs.append(os.path.join(build, "shim", f"libarshim-{flavor}.so"))
@@ -128,6 +134,7 @@ def main():
     p.add_argument("--budget", default="1G", help="bytes reduced per size and run, bounds repetitions (default 1G)")
     p.add_argument("--rounds", type=int, default=3, help="interleaved rounds; figures are medians over them")
     p.add_argument("--configs", default="", help="comma-separated configuration names (default: all)")
+    p.add_argument("--in-place", action="store_true", help="MPI_IN_PLACE calls (Open MPI's libnbc trap)")
     p.add_argument("--oversubscribe", action="store_true", help="more ranks than cores: Open MPI yields")
     p.add_argument("--yield-helper", action="store_true",
                    help="preload the test-only yield helper under MPICH (oversubscribed runs)")

@@ -9,8 +9,9 @@
  *   callsites  MPI_Pcontrol(1), call sites on (the default with ARSHIM_STATS_CALLSITES=1)
  * Each phase times N calls after a barrier; a phase's time per call is the slowest rank's. Prints the median and
  * minimum over the repetitions and the ratios to `off`. --self loops on MPI_COMM_SELF instead of MPI_COMM_WORLD:
- * a call that costs the library almost nothing, so the differences are the statistics' own nanoseconds. Without ARShim preloaded all three modes are the same
- * native loop (a baseline for the shim's own cost). Built by test/stats/meson.build. */
+ * a call that costs the library almost nothing, so the differences are the statistics' own nanoseconds. Without
+ * ARShim preloaded all three modes are the same native loop (a baseline for the shim's own cost).
+ * Built by test/stats/meson.build; see docs/stats.md "Overhead". */
 #include <dlfcn.h>
 #include <mpi.h>
 #include <stdio.h>

@@ -5,7 +5,9 @@
 #   bash tools/cluster/bench_cluster.sh [OUTDIR]      (root; default OUTDIR: bench-cluster-<date>)
 #
 # Environment: TOPOLOGIES (default "2x1 2x2"), LINKS ("10gbit 1gbit"), MPIS ("mpich openmpi"), ROUNDS (3),
-# MIN (64), MAX (64M), BUDGET (256M bytes per size and run), PARTS ("allreduce ksweep replay"),
+# MIN (64), MAX (64M), BUDGET (256M bytes per size and run), PARTS ("allreduce ksweep replay"), CONFIGS (the
+# bench_allreduce configurations; default: native, ARShim default, pipelined 64K..4M, multi-leader l1/l2/l2-k4
+# where hosts have several ranks, the peers),
 # REPLAY_STEPS (3), REPLAY_COMPUTE_US (0), ARSHIM_BUILD_DIR (default <source>/build).
 # Every table goes to OUTDIR/*.txt (and CSV); the rig (its own name, arshim-bench) is taken down at the end.
 set -euo pipefail
@@ -43,7 +45,12 @@ for topo in ${TOPOLOGIES:-2x1 2x2}; do
     if [[ " ${PARTS:-allreduce ksweep replay} " == *" allreduce "* ]]; then
       note "allreduce $topo $link"
       # The driver scrubs ARSHIM_* from the environment: the rig's name goes on the wrap command line.
+      # One rank per host: multi-leader declines to native, so its columns would only measure noise.
+      configs=native,arshim-default,pipelined-64K,pipelined-256K,pipelined-1M,pipelined-4M
+      ((ppn > 1)) && configs+=,multileader-l1,multileader-l2,multileader-l2-k4
+      configs+=,peer-ompi-han,peer-mpich-ring
       "$PY" "$BENCH" --build-dir "$BUILD" --mpi "$flavors" --np "$np" --nodes "$hosts" --link-gbit "$gbit" \
+        --configs "${CONFIGS:-$configs}" \
         --min "${MIN:-64}" --max "${MAX:-64M}" --factor 4 --rounds "${ROUNDS:-3}" --budget "${BUDGET:-256M}" \
         --no-local-flags --wrap "bash $HERE/arshim-cluster --name $ARSHIM_CLUSTER_NAME wrap --ppn $ppn --" \
         --csv "$OUT/allreduce-$topo-$link.csv" >"$OUT/allreduce-$topo-$link.txt" 2>"$OUT/allreduce-$topo-$link.err" ||

@@ -10,7 +10,6 @@ The log format is documented in docs/stats.md; the schema is arshim-stats-1.sche
 """
 import argparse
 import json
-import math
 import os
 import re
 import sys
@@ -527,7 +526,8 @@ def main(argv=None):
                         help="row order of the tables (default: time, largest first)")
     parser.add_argument("--section", action="append", choices=SECTIONS,
                         help="print only these tables (repeatable; default: all)")
-    parser.add_argument("--all-settings", action="store_true", help="list every ARSHIM_* setting, not only the set ones")
+    parser.add_argument("--all-settings", action="store_true",
+                        help="list every ARSHIM_* setting, not only the set ones")
     parser.add_argument("--plot", metavar="OUT", help="draw time per message-size bucket per path to OUT "
                                                      "(.png, .svg, or .html with the tables)")
     parser.add_argument("--validate", action="store_true", help="check each file against the JSON schema and exit")

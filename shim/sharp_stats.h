@@ -1,0 +1,43 @@
+// Counters of the SHARP path, per process: how each sharp-routed call ran (LLT, SAT or the host path, and why the
+// host path), plus group and registration-cache events. Atomic and relaxed: a few increments per call, any thread.
+// Queried with arshim_sharp_calls("llt" | "sat" | "host" | ...) (exported; tests use it through dlsym). Kept here,
+// apart from shim/stats.*, until the statistics log folds them in.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace arshim::sharp {
+
+enum class Counter : uint8_t {
+    llt,               // calls completed by SHARP low-latency aggregation
+    sat,               // calls completed by SHARP streaming aggregation
+    host,              // sharp-routed calls completed (at least partly) on the host path, for one of:
+    host_unsupported,  //   datatype / op SHARP does not support (no SHARP type, or not in the agreed caps)
+    host_no_sat,       //   SAT chosen but the group has none (caps) or its lock was denied
+    host_no_llt,       //   LLT chosen but the group has none (caps), or an element exceeds its payload
+    host_sat_lock,     //   SAT lock still refused after the retries, or the back-off that follows repeated refusals
+    host_error,        //   a SHARP error: the call completed on the host, SHARP is now disabled on that communicator
+    unavailable,       // calls declined to native (reason sharp_unavailable etc.): off, library missing, no group
+    sat_lock_retries,  // agreed retries of a chunk whose SAT lock was refused
+    ops,               // SHARP allreduce operations posted (LLT and SAT pieces)
+    groups,            // SHARP groups created
+    group_failures,    // SHARP group creations that failed (agreed)
+    disabled,          // groups disabled after a SHARP error
+    reg_hits,          // registration cache (user buffers)
+    reg_misses,
+    reg_evictions,
+    reg_invalidations, //   entries dropped because their memory was unmapped
+    reg_bounced,       //   SAT pieces sent through ARShim's registered buffer (user memory not registrable)
+    count
+};
+
+inline std::atomic<uint64_t> g_counters[static_cast<std::size_t>(Counter::count)];
+
+inline void count(Counter c, uint64_t n = 1) {
+    g_counters[static_cast<std::size_t>(c)].fetch_add(n, std::memory_order_relaxed);
+}
+uint64_t read(Counter c);
+const char* counter_name(Counter c);
+
+}  // namespace arshim::sharp
