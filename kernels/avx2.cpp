@@ -144,13 +144,25 @@ template <Op O> struct DoubleIntLoc {
         return _mm256_blendv_epi8(taken, _mm256_min_epi32(l, r), use_min);
     }
     static void run(char* out, const char* l, const char* r, size_t n) {
-        const V no_padding = _mm256_setr_epi32(-1, -1, -1, 0, -1, -1, -1, 0);
+        // Full 32-byte stores whose padding dwords (3 and 7) hold what `out` already held: the padding is left as
+        // it was, as by the scalar kernel and the libraries. A masked store (vpmaskmovd) would say the same more
+        // directly, but it is microcoded on AMD Zen: measured here at 0.4-0.7x the scalar loop.
+        constexpr int kPaddingDwords = 0x88;
         size_t i = 0;
-        for (; i + 2 <= n; i += 2)
-            _mm256_maskstore_epi32(reinterpret_cast<int*>(out + i * 16), no_padding,
-                                   combine(load(l + i * 16), load(r + i * 16)));
+        if (out == r) {  // the binary form: r's padding is out's
+            for (; i + 2 <= n; i += 2) {
+                const V rv = load(r + i * 16);
+                store(out + i * 16, _mm256_blend_epi32(combine(load(l + i * 16), rv), rv, kPaddingDwords));
+            }
+        } else {
+            for (; i + 2 <= n; i += 2) {
+                const V combined = combine(load(l + i * 16), load(r + i * 16));
+                store(out + i * 16, _mm256_blend_epi32(combined, load(out + i * 16), kPaddingDwords));
+            }
+        }
         if (i < n) {  // one element left: masked loads and store touch only its 16 (stored: 12) bytes
             const V first = _mm256_setr_epi32(-1, -1, -1, -1, 0, 0, 0, 0);
+            const V no_padding = _mm256_setr_epi32(-1, -1, -1, 0, -1, -1, -1, 0);
             const V lv = _mm256_maskload_epi32(reinterpret_cast<const int*>(l + i * 16), first);
             const V rv = _mm256_maskload_epi32(reinterpret_cast<const int*>(r + i * 16), first);
             _mm256_maskstore_epi32(reinterpret_cast<int*>(out + i * 16), _mm256_and_si256(first, no_padding),

@@ -197,7 +197,15 @@ def cmd_bench(args):
     scripts = {"kernels": os.path.join("bench", "bench_kernels_report.py"),
                "allreduce": os.path.join("allreduce_bench", "bench_allreduce.py")}
     path = find_script(scripts[args.what])
-    os.execv(sys.executable, [sys.executable, path] + args.rest)
+    extra = []
+    if args.what == "kernels":
+        # The kernel benchmark programs are built next to this launcher (build/tools/bench/), not next to the
+        # report script's source: name them unless the caller did.
+        for flavor in FLAVORS:
+            exe = os.path.join(HERE, "bench", "arshim-bench-kernels-" + flavor)
+            if os.access(exe, os.X_OK) and f"--{flavor}-exe" not in args.rest:
+                extra += [f"--{flavor}-exe", exe]
+    os.execv(sys.executable, [sys.executable, path] + extra + args.rest)
 
 
 def find_script(relative):
