@@ -3,7 +3,7 @@
 
   arshim run [--mpi mpich|openmpi] [--lib PATH] -- mpirun -n 4 ./app args
   arshim policy explain|check|show|options ...
-  arshim bench kernels|allreduce ...
+  arshim bench kernels|allreduce|cma ...
 
 ARShim's settings are ARSHIM_* environment variables (see README.md or `arshim policy options`).
 """
@@ -196,6 +196,11 @@ def cmd_policy(args):
 def cmd_bench(args):
     scripts = {"kernels": os.path.join("bench", "bench_kernels_report.py"),
                "allreduce": os.path.join("allreduce_bench", "bench_allreduce.py")}
+    if args.what == "cma":
+        exe = os.path.join(HERE, "bench", "arshim-bench-cma")
+        if not os.access(exe, os.X_OK):
+            raise ArshimError(f"cannot find {exe} (build ARShim first)")
+        os.execv(exe, [exe] + args.rest)
     path = find_script(scripts[args.what])
     extra = []
     if args.what == "kernels":
@@ -261,7 +266,7 @@ def main(argv=None):
     pol.set_defaults(func=cmd_policy)
 
     bench = sub.add_parser("bench", help="benchmarks: kernels (SIMD reductions) or allreduce (paths vs native)")
-    bench.add_argument("what", choices=("kernels", "allreduce"))
+    bench.add_argument("what", choices=("kernels", "allreduce", "cma"))
     bench.add_argument("rest", nargs=argparse.REMAINDER, help="options of the benchmark (--help for them)")
     bench.set_defaults(func=cmd_bench)
 

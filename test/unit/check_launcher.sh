@@ -37,4 +37,9 @@ expect "non-MPI program refused" "^arshim: /(usr/)?bin/true is linked to neither
 
 out=$("$arshim" run -- mpirun.openmpi -n 1 "$build/examples/allreduce_sweep-mpich" 2>&1); rc=$?
 expect "launcher/program mismatch refused" "is the openmpi launcher but the program uses mpich" "$out"
+
+# `arshim bench kernels` finds the benchmark programs built beside the launcher (one tiny size, one repetition).
+out=$("$arshim" bench kernels --min 1K --max 1K --reps 1 2>&1); rc=$?
+expect "bench kernels runs both flavors" "double_sum +1K" "$out"
+[[ $rc -eq 0 ]] || { echo "FAIL: arshim bench kernels exited $rc"; fail=1; }
 exit $fail
