@@ -21,6 +21,7 @@
 #endif
 
 #include "shim/runtime.h"
+#include "shim/stats_report.h"
 
 namespace arshim::callsites {
 
@@ -194,7 +195,10 @@ void warm_up() {
         g_depth = static_cast<uint32_t>(rt.config.number(OptionId::stats_depth));
         if (g_depth < 1) g_depth = 1;
         if (g_depth > stats::kMaxDepth) g_depth = stats::kMaxDepth;
-        stats::set_callsites(rt.config.flag(OptionId::stats_callsites));
+        // Time calls only when a log or summary reports times, capture call sites only when a log lists them.
+        const bool file = !rt.config.text(OptionId::stats).empty();
+        stats::set_timed(file || stats::summary_wanted(rt));
+        stats::set_callsites(file && rt.config.flag(OptionId::stats_callsites));
         g_ready.store(true, std::memory_order_release);
     });
 }

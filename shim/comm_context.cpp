@@ -32,8 +32,9 @@ struct Memo {
     uint64_t generation;
 };
 constexpr int kMemoSize = 4;
-thread_local Memo t_memo[kMemoSize] = {};
-thread_local unsigned t_memo_next = 0;
+// Initial-exec TLS (the library is preloaded): no __tls_get_addr call on the hot path.
+thread_local Memo t_memo[kMemoSize] __attribute__((tls_model("initial-exec"))) = {};
+thread_local unsigned t_memo_next __attribute__((tls_model("initial-exec"))) = 0;
 
 int delete_callback(MPI_Comm, int, void* attribute, void*) {
     auto* ctx = static_cast<CommContext*>(attribute);

@@ -14,6 +14,7 @@
 #include "policy/config.h"
 #include "policy/policy.h"
 #include "shim/mpi_types.h"
+#include "shim/mpi_util.h"
 
 namespace arshim {
 
@@ -55,6 +56,20 @@ public:
     const Config* config = nullptr;
     const policy::Policy* policy = nullptr;
 
+    // The classification of a (datatype, op) pair, memoized (direct-mapped, no allocation). Safe across handle
+    // reuse: predefined handles never change meaning, and any other handle classifies as derived / user-defined.
+    const CallClass& call_class(MPI_Datatype datatype, MPI_Op op) {
+        const uintptr_t dt_bits = handle_bits(datatype), op_bits = handle_bits(op);
+        ClassEntry& e = classes_[(dt_bits * 0x9E3779B97F4A7C15ull + op_bits) >> 61];
+        if (__builtin_expect(!e.used || e.datatype != dt_bits || e.op != op_bits, 0)) {
+            e.value = classify(datatype, op);
+            e.datatype = dt_bits;
+            e.op = op_bits;
+            e.used = true;
+        }
+        return e.value;
+    }
+
     // Decision for a call, memoized per (size bucket, datatype, op): O(1), no allocation after the first call for
     // a key. Pure function of identical inputs, so identical on all ranks.
     const policy::Decision& decide(uint64_t bytes, MPI_Datatype datatype, MPI_Op op, const TypeInfo& type,
@@ -71,6 +86,14 @@ private:
     CommContext() = default;
     void build(MPI_Comm user_comm);
     void agree_on_settings();
+
+    struct ClassEntry {
+        uintptr_t datatype = 0;
+        uintptr_t op = 0;
+        bool used = false;
+        CallClass value;
+    };
+    std::array<ClassEntry, 8> classes_{};  // indexed by the top 3 bits of a hash
 
     struct CacheEntry {
         uintptr_t datatype = 0;

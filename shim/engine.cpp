@@ -1,7 +1,5 @@
 #include "shim/engine.h"
 
-#include <cstring>
-
 #include "shim/callsites.h"
 #include "shim/guard.h"
 #include "shim/runtime.h"
@@ -28,9 +26,9 @@ Routed native_because(const CallArgs& args, stats::Reason reason, Routed routed)
     return routed;
 }
 
-uint64_t payload_bytes(const CallArgs& args, const TypeInfo& type) {
-    if (type.predefined) return static_cast<uint64_t>(args.count) * type.size;
-    int size = 0;  // derived datatype: only on the fallback route, for the statistics
+// Bytes of a call with a derived datatype (only on the fallback route, for the statistics).
+uint64_t derived_bytes(const CallArgs& args) {
+    int size = 0;
     if (PMPI_Type_size(args.datatype, &size) != MPI_SUCCESS || size < 0) return 0;
     return static_cast<uint64_t>(args.count) * static_cast<uint64_t>(size);
 }
@@ -45,11 +43,6 @@ stats::Dtype stats_dtype(const TypeInfo& type) {
     return stats::Dtype::other;
 }
 
-// The statistics' op of a call whose op has no kernel: predefined (MPI_REPLACE, ...) or user-defined.
-uint8_t stats_op_without_kernel(MPI_Op op) {
-    return std::strcmp(mpi_op_name(op), "user") == 0 ? stats::kOpUser : stats::kOpOtherPredefined;
-}
-
 // Classification, in the order DESIGN.md gives: communicator, datatype, op, then the policy's decision.
 // Every test below depends only on values identical on all ranks of the communicator (count, datatype, op and
 // communicator are required to match across ranks by the MPI standard), so all ranks route alike.
@@ -62,28 +55,27 @@ Routed route(const CallArgs& args) {
     }
 
     CommContext* ctx = CommContext::get(args.comm);
-    const TypeInfo type = type_info(args.datatype);
-    r.bytes = payload_bytes(args, type);
+    const CallClass& cls = ctx->call_class(args.datatype, args.op);
+    r.bytes = cls.type.predefined ? static_cast<uint64_t>(args.count) * cls.type.size : derived_bytes(args);
     r.comm_id = ctx->stats_id;
-    r.dtype = stats_dtype(type);
-    kernels::Op kop{};
-    const bool have_kernel_op = kernel_op(args.op, &kop);
-    r.op = have_kernel_op ? static_cast<uint8_t>(kop) : stats_op_without_kernel(args.op);
+    r.dtype = stats_dtype(cls.type);
+    r.op = cls.has_kernel_op ? static_cast<uint8_t>(cls.kop)
+                             : cls.user_op ? stats::kOpUser : stats::kOpOtherPredefined;
     if (ctx->inter) return native_because(args, stats::Reason::intercommunicator, r);
     if (ctx->size == 1) return native_because(args, stats::Reason::single_rank, r);
     if (args.count == 0) return native_because(args, stats::Reason::zero_count, r);
-    if (!type.predefined) return native_because(args, stats::Reason::derived_datatype, r);
-
-    if (!have_kernel_op) {
+    if (!cls.type.predefined) return native_because(args, stats::Reason::derived_datatype, r);
+    if (cls.user_op) {
+        // Asked per call: a freed user op's handle may come back with the other commutativity.
         int commute = 0;
         PMPI_Op_commutative(args.op, &commute);
         return native_because(args, commute ? stats::Reason::user_op : stats::Reason::noncommutative_op, r);
     }
-    if (!kernel_supports(args.op, args.datatype))
-        return native_because(args, stats::Reason::unsupported_op_type, r);
+    if (!cls.supported) return native_because(args, stats::Reason::unsupported_op_type, r);
 
-    const policy::Decision& decision = ctx->decide(r.bytes, args.datatype, args.op, type, kop);
-    const PathCall call{args, *ctx, type, kop, r.bytes, decision};
+    const policy::Decision& decision = ctx->decide(r.bytes, args.datatype, args.op, cls.type, cls.kop);
+    if (decision.path == policy::Path::native) return native_because(args, stats::Reason::policy, r);
+    const PathCall call{args, *ctx, cls.type, cls.kop, r.bytes, decision};
     PathOutcome outcome;
     switch (decision.path) {
     case policy::Path::pipelined: outcome = run_pipelined(call); break;
@@ -109,16 +101,18 @@ int allreduce(const CallArgs& args) {
     if (rt.disabled) return run_native(args);
 
     ReentryGuard guard;
-    callsites::ensure_ready();  // once: ARSHIM_STATS_CALLSITES / _DEPTH, module ranges
-    // Statistics: one clock pair (TSC), one row update and (call sites on) one call-site update; nothing when paused.
+    callsites::ensure_ready();  // once: ARSHIM_STATS / _SUMMARY / _CALLSITES / _DEPTH, module ranges
+    // Statistics: per-path and per-reason counts always (the query API); the clock pair (TSC) only when a log or
+    // summary will report times, and the call site only when a log will list it; nothing when paused.
     const uint8_t flags = stats::g_flags.load(std::memory_order_relaxed);
     if (!(flags & stats::kCollect)) {
         ++stats::local().paused;
         return route(args).rc;
     }
-    const uint64_t start = stats::ticks();
+    const bool timed = flags & stats::kTimed;
+    const uint64_t start = timed ? stats::ticks() : 0;
     const Routed routed = route(args);
-    const auto elapsed = static_cast<double>(stats::ticks() - start);  // clock ticks, seconds at finalize
+    const auto elapsed = timed ? static_cast<double>(stats::ticks() - start) : 0.0;  // ticks, seconds at finalize
     stats::ThreadCounters& counters = stats::local();
     stats::record(counters, {routed.comm_id, routed.bytes, elapsed,
                              {routed.path, stats::bucket_of(routed.bytes), routed.dtype, routed.op, routed.reason}});

@@ -5,7 +5,9 @@
 
 namespace arshim {
 
-inline thread_local bool t_inside_shim = false;
+// Initial-exec TLS: one load instead of a __tls_get_addr call per access (the library is preloaded, so static TLS
+// is available).
+inline thread_local bool t_inside_shim __attribute__((tls_model("initial-exec"))) = false;
 
 class ReentryGuard {
 public:

@@ -288,6 +288,18 @@ bool kernel_supports(MPI_Op op, MPI_Datatype datatype) {
     return entry && (entry->ops >> static_cast<unsigned>(kop) & 1u);
 }
 
+CallClass classify(MPI_Datatype datatype, MPI_Op op) {
+    CallClass c;
+    const TypeEntry* type = g_types.find(handle_bits(datatype));
+    if (type != nullptr) c.type = type->info;
+    const OpEntry* entry = g_ops.find(handle_bits(op));
+    c.user_op = entry == nullptr;
+    c.has_kernel_op = entry != nullptr && entry->op != Op::count;
+    if (c.has_kernel_op) c.kop = entry->op;
+    c.supported = c.has_kernel_op && type != nullptr && (type->ops >> static_cast<unsigned>(c.kop) & 1u);
+    return c;
+}
+
 const char* datatype_name(MPI_Datatype datatype) {
     const TypeEntry* entry = g_types.find(handle_bits(datatype));
     return entry ? entry->name : "derived";

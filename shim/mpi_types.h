@@ -34,6 +34,17 @@ bool kernel_op(MPI_Op op, kernels::Op* out);
 // True when the MPI standard allows `op` on `datatype` AND ARShim's kernels implement it.
 bool kernel_supports(MPI_Op op, MPI_Datatype datatype);
 
+// Everything the engine needs to know about a (datatype, op) pair, from one lookup in each table. Depends only on
+// the handles, so it is identical on every rank; contexts memoize it (CommContext::call_class).
+struct CallClass {
+    TypeInfo type;                // type.predefined == false: a derived (or unknown) datatype
+    kernels::Op kop{};            // valid when has_kernel_op
+    bool has_kernel_op = false;   // a predefined reduction ARShim's kernels compute
+    bool user_op = false;         // not a predefined op (MPI_Op_create)
+    bool supported = false;       // has_kernel_op and the standard allows it on this datatype (kernel_supports)
+};
+CallClass classify(MPI_Datatype datatype, MPI_Op op);
+
 const char* datatype_name(MPI_Datatype datatype);  // "MPI_INT", ... or "derived"
 const char* mpi_op_name(MPI_Op op);                // "MPI_SUM", ... or "user"
 

@@ -104,9 +104,15 @@ void set_enabled(bool on) {
 }
 void set_callsites(bool on) {
     if (on)
-        g_flags.fetch_or(kCallsites, std::memory_order_relaxed);
+        g_flags.fetch_or(kCallsites | kTimed, std::memory_order_relaxed);
     else
         g_flags.fetch_and(static_cast<uint8_t>(~kCallsites), std::memory_order_relaxed);
+}
+void set_timed(bool on) {
+    if (on)
+        g_flags.fetch_or(kTimed, std::memory_order_relaxed);
+    else
+        g_flags.fetch_and(static_cast<uint8_t>(~(kTimed | kCallsites)), std::memory_order_relaxed);
 }
 
 void for_each_thread(const std::function<void(const ThreadCounters&)>& fn) {
@@ -161,6 +167,14 @@ ARSHIM_EXPORT long long arshim_reason_calls(const char* reason) {
         if (std::strcmp(reason, arshim::stats::reason_name(static_cast<arshim::stats::Reason>(r))) == 0)
             return static_cast<long long>(totals.reasons[r]);
     return -1;
+}
+
+// Turns call timing on or off at run time (off also stops call-site recording); returns the previous state. Set at
+// start from ARSHIM_STATS / ARSHIM_STATS_SUMMARY: on when a log or a summary will report times.
+ARSHIM_EXPORT int arshim_stats_set_timed(int on) {
+    const bool was = arshim::stats::g_flags.load(std::memory_order_relaxed) & arshim::stats::kTimed;
+    arshim::stats::set_timed(on != 0);
+    return was ? 1 : 0;
 }
 
 // Turns call-site recording on or off at run time (benchmarks compare both in one run); returns the previous

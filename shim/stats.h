@@ -170,14 +170,19 @@ inline uint64_t ticks() {
 void start_clock();         // once, before the first timed call (callsites::warm_up)
 double seconds_per_tick();  // at finalize
 
-// Collection switches: MPI_Pcontrol(0/1) and ARSHIM_STATS_CALLSITES (or arshim_stats_set_callsites()).
+// Collection switches: MPI_Pcontrol(0/1) (kCollect); whether calls are timed (kTimed: a log or a summary will
+// report times) and their call sites captured (kCallsites: a log will list them), both set once at warm-up from
+// ARSHIM_STATS / ARSHIM_STATS_SUMMARY / ARSHIM_STATS_CALLSITES. Without them a call costs a row update only: the
+// shim's own price on the native route stays a few nanoseconds (docs/stats.md "Overhead").
 constexpr uint8_t kCollect = 1;
 constexpr uint8_t kCallsites = 2;
+constexpr uint8_t kTimed = 4;
 inline std::atomic<uint8_t> g_flags{kCollect};
 inline bool collecting() { return g_flags.load(std::memory_order_relaxed) & kCollect; }
 bool enabled();
 void set_enabled(bool on);    // MPI_Pcontrol(0/1)
-void set_callsites(bool on);
+void set_callsites(bool on);  // also turns timing on (a call site's time needs the clock)
+void set_timed(bool on);
 
 // One classified call. `comm` is the communicator id, `reason` kServed unless the call went native as a fallback
 // (or because the policy said so).

@@ -540,13 +540,13 @@ void warn_unwritable(const std::string& pattern, const std::string& path, int er
                    std::strerror(error));
 }
 
+}  // namespace
+
 bool summary_wanted(const Runtime& rt) {
     const int64_t summary = rt.config.number(OptionId::stats_summary);  // -1 = auto
     if (summary >= 0) return summary == 1;
     return !rt.config.text(OptionId::stats).empty() || log::enabled(log::Level::info);
 }
-
-}  // namespace
 
 Agg Agg::of(const Cell& cell, bool present_anyway) {
     Agg g;

@@ -10,6 +10,10 @@
 #include "shim/callsites.h"
 #include "shim/stats.h"
 
+namespace arshim {
+struct Runtime;
+}
+
 namespace arshim::stats {
 
 constexpr const char* kSchema = "arshim-stats/1";
@@ -88,5 +92,9 @@ std::string to_json(const Report& report);
 
 // The summary on stderr (rank 0). `written`: the log file, "" when none.
 void print_summary(const Report& report, const std::string& written);
+
+// Whether rank 0 prints the summary at finalize: ARSHIM_STATS_SUMMARY, or (auto) when ARSHIM_STATS is set or the
+// log level is info or more.
+bool summary_wanted(const Runtime& rt);
 
 }  // namespace arshim::stats

@@ -3,14 +3,16 @@
  *   mpirun -n 2 -x LD_PRELOAD=libarshim-openmpi.so ./bench_stats_overhead-openmpi [--iters N] [--reps R] [--bytes B]
  *                                                                              [--self]
  *
- * An 8-byte MPI_DOUBLE sum loop, in three modes interleaved in every repetition (their order rotates):
+ * An 8-byte MPI_DOUBLE sum loop, in four modes interleaved in every repetition (their order rotates):
  *   off        MPI_Pcontrol(0): collection paused (no clock, no counters; the shim still routes every call)
- *   on         MPI_Pcontrol(1), call sites off (arshim_stats_set_callsites(0))
- *   callsites  MPI_Pcontrol(1), call sites on (the default with ARSHIM_STATS_CALLSITES=1)
- * Each phase times N calls after a barrier; a phase's time per call is the slowest rank's. Prints the median and
- * minimum over the repetitions and the ratios to `off`. --self loops on MPI_COMM_SELF instead of MPI_COMM_WORLD:
- * a call that costs the library almost nothing, so the differences are the statistics' own nanoseconds. Without
- * ARShim preloaded all three modes are the same native loop (a baseline for the shim's own cost).
+ *   count      the default without ARSHIM_STATS: per-path / per-reason counters only, no clock
+ *   on         a log or summary is wanted (ARSHIM_STATS set): counters and the TSC clock pair, call sites off
+ *   callsites  ARSHIM_STATS set with ARSHIM_STATS_CALLSITES=1 (the default): clock and call site
+ * (switched with the exported arshim_stats_set_timed / arshim_stats_set_callsites). Each phase times N calls after
+ * a barrier; a phase's time per call is the slowest rank's. Prints the median and minimum over the repetitions and
+ * the ratios to `off`. --self loops on MPI_COMM_SELF instead of MPI_COMM_WORLD: a call that costs the library
+ * almost nothing, so the differences are the statistics' own nanoseconds. Without ARShim preloaded all modes are
+ * the same native loop (a baseline for the shim's own cost).
  * Built by test/stats/meson.build; see docs/stats.md "Overhead". */
 #include <dlfcn.h>
 #include <mpi.h>
@@ -18,8 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { OFF, ON, SITES, MODES };
-static const char *mode_names[MODES] = {"off", "on", "callsites"};
+enum { OFF, COUNT, ON, SITES, MODES };
+static const char *mode_names[MODES] = {"off", "count", "on", "callsites"};
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -47,6 +49,7 @@ int main(int argc, char **argv) {
     }
     if (iters < 1 || reps < 1 || bytes < 8) MPI_Abort(MPI_COMM_WORLD, 2);
     int (*set_callsites)(int) = (int (*)(int))dlsym(RTLD_DEFAULT, "arshim_stats_set_callsites");
+    int (*set_timed)(int) = (int (*)(int))dlsym(RTLD_DEFAULT, "arshim_stats_set_timed");
     int count = bytes / (int)sizeof(double);
     double *in = calloc((size_t)count, sizeof(double)), *out = calloc((size_t)count, sizeof(double));
     double *t[MODES];
@@ -54,12 +57,14 @@ int main(int argc, char **argv) {
 
     /* warm-up: communicator context, decision cache, call-site table, counters */
     for (long i = 0; i < iters / 10 + 10; ++i) MPI_Allreduce(in, out, count, MPI_DOUBLE, MPI_SUM, comm);
+    int initial_timed = set_timed ? set_timed(1) : 0;
     int initial_sites = set_callsites ? set_callsites(1) : 0;
 
     for (int r = 0; r < reps; ++r) {
         for (int k = 0; k < MODES; ++k) {
             int m = (r + k) % MODES;
             MPI_Pcontrol(m == OFF ? 0 : 1);
+            if (set_timed) set_timed(m == ON || m == SITES);
             if (set_callsites) set_callsites(m == SITES);
             MPI_Barrier(MPI_COMM_WORLD);
             double t0 = MPI_Wtime();
@@ -70,6 +75,7 @@ int main(int argc, char **argv) {
         }
     }
     MPI_Pcontrol(1);
+    if (set_timed) set_timed(initial_timed);
     if (set_callsites) set_callsites(initial_sites);
 
     if (rank == 0) {
@@ -86,7 +92,9 @@ int main(int argc, char **argv) {
         for (int m = 0; m < MODES; ++m)
             printf("%-10s %12.1f %12.1f %12.3f %12.3f\n", mode_names[m], median[m] * 1e9, best[m] * 1e9,
                    median[m] / median[OFF], best[m] / best[OFF]);
-        printf("bench_stats_overhead: stats on %+.1f%% (%+.1f ns), call sites on %+.1f%% (%+.1f ns) (median vs off)\n",
+        printf("bench_stats_overhead: counters only %+.1f%% (%+.1f ns), stats on %+.1f%% (%+.1f ns), call sites on "
+               "%+.1f%% (%+.1f ns) (median vs off)\n",
+               100.0 * (median[COUNT] / median[OFF] - 1), 1e9 * (median[COUNT] - median[OFF]),
                100.0 * (median[ON] / median[OFF] - 1), 1e9 * (median[ON] - median[OFF]),
                100.0 * (median[SITES] / median[OFF] - 1), 1e9 * (median[SITES] - median[OFF]));
     }
