@@ -57,10 +57,17 @@ def configurations(flavor, np_, names):
     if flavor == "openmpi":
         all_configs["peer-ompi-han"] = (False, {}, ["--mca", "coll_han_priority", "100"])
     else:
-        # MPICH 4.0.2 has no multi-leader composition (MPIR_CVAR_ALLREDUCE_COMPOSITION does not exist in it and
-        # unknown CVARs are ignored): its ring algorithm is the bandwidth-optimal peer it does have.
-        all_configs["peer-mpich-ring"] = (False, {"MPIR_CVAR_ALLREDUCE_DEVICE_COLLECTIVE": "0",
-                                                  "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": "ring"}, [])
+        # MPICH 4.0.2 has no multi-leader composition: MPIR_CVAR_ALLREDUCE_COMPOSITION does not exist in it (unknown
+        # CVARs are silently ignored), and its ch4 compositions are alpha (node reduce, one leader per node across
+        # nodes, node bcast: the default on several nodes), beta (flat) and gamma (one node). Its MPIR-level
+        # algorithms are the peers it does have: "smp" (hierarchical, one leader) and reduce_scatter_allgather
+        # (Rabenseifner, the bandwidth-optimal flat one). Valid values: nb, smp, recursive_doubling,
+        # reduce_scatter_allgather (an invalid one aborts MPI_Init).
+        all_configs["peer-mpich-smp"] = (False, {"MPIR_CVAR_ALLREDUCE_DEVICE_COLLECTIVE": "0",
+                                                 "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": "smp"}, [])
+        all_configs["peer-mpich-rsag"] = (False, {"MPIR_CVAR_ALLREDUCE_DEVICE_COLLECTIVE": "0",
+                                                  "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": "reduce_scatter_allgather"},
+                                          [])
     if not names:
         return all_configs
     unknown = [n for n in names if n not in all_configs and not n.startswith("peer-")]

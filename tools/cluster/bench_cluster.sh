@@ -48,7 +48,7 @@ for topo in ${TOPOLOGIES:-2x1 2x2}; do
       # One rank per host: multi-leader declines to native, so its columns would only measure noise.
       configs=native,arshim-default,pipelined-64K,pipelined-256K,pipelined-1M,pipelined-4M
       ((ppn > 1)) && configs+=,multileader-l1,multileader-l2,multileader-l2-k4
-      configs+=,peer-ompi-han,peer-mpich-ring
+      configs+=,peer-ompi-han,peer-mpich-smp,peer-mpich-rsag
       "$PY" "$BENCH" --build-dir "$BUILD" --mpi "$flavors" --np "$np" --nodes "$hosts" --link-gbit "$gbit" \
         --configs "${CONFIGS:-$configs}" \
         --min "${MIN:-64}" --max "${MAX:-64M}" --factor 4 --rounds "${ROUNDS:-3}" --budget "${BUDGET:-256M}" \
