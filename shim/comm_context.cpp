@@ -108,7 +108,8 @@ CommContext* CommContext::get(MPI_Comm comm) {
     const int key = keyval();
     void* attribute = nullptr;
     int found = 0;
-    PMPI_Comm_get_attr(comm, key, &attribute, &found);
+    // An invalid handle: no context (the engine passes the call to the library, which reports the error).
+    if (PMPI_Comm_get_attr(comm, key, &attribute, &found) != MPI_SUCCESS) return nullptr;
     CommContext* ctx = static_cast<CommContext*>(attribute);
     if (!found) {
         ctx = new CommContext;

@@ -24,7 +24,7 @@ struct SharpState;        // shim/path_sharp.cpp
 class CommContext {
 public:
     // The context of `comm`, built on first use. Collective over `comm` the first time (all ranks of `comm` are in
-    // the same MPI_Allreduce call then). Never returns nullptr for a valid communicator.
+    // the same MPI_Allreduce call then). Returns nullptr only for a handle the library rejects.
     static CommContext* get(MPI_Comm comm);
 
     // Releases the MPI resources of every live context, in creation order (which is the same relative order on all

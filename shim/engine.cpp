@@ -48,13 +48,20 @@ stats::Dtype stats_dtype(const TypeInfo& type) {
 // communicator are required to match across ranks by the MPI standard), so all ranks route alike.
 Routed route(const CallArgs& args) {
     Routed r;
-    // Erroneous calls go to the library untouched so that it reports them with the user's error handler.
-    if (args.comm == MPI_COMM_NULL || args.count < 0 || args.datatype == MPI_DATATYPE_NULL || args.op == MPI_OP_NULL) {
+    // Erroneous calls go to the library untouched so that it reports them with the user's error handler: null
+    // handles, a negative count, send and receive buffers aliased without MPI_IN_PLACE (which ARShim's paths would
+    // quietly compute), and (below) a communicator handle the library does not accept.
+    if (args.comm == MPI_COMM_NULL || args.count < 0 || args.datatype == MPI_DATATYPE_NULL ||
+        args.op == MPI_OP_NULL || (args.sendbuf == args.recvbuf && args.count > 0 && args.sendbuf != nullptr)) {
         r.rc = run_native(args);
         return r;
     }
 
     CommContext* ctx = CommContext::get(args.comm);
+    if (ctx == nullptr) {
+        r.rc = run_native(args);
+        return r;
+    }
     const CallClass& cls = ctx->call_class(args.datatype, args.op);
     r.bytes = cls.type.predefined ? static_cast<uint64_t>(args.count) * cls.type.size : derived_bytes(args);
     r.comm_id = ctx->stats_id;

@@ -484,6 +484,28 @@ void check_fallbacks(MPI_Comm comm) {
     check_reason("noncommutative_op", before);
     MPI_Type_free(&mat);
     MPI_Op_free(&mat_op);
+
+    // Erroneous arguments reach the library, which reports them through the communicator's error handler, whatever
+    // path is forced: send and receive buffers aliased without MPI_IN_PLACE (both libraries return an error for
+    // this; a path computing it quietly would hide the user's bug).
+    // Open MPI 4.1 raises this error on MPI_COMM_WORLD's handler whatever the call's communicator: both return.
+    MPI_Comm errcomm;
+    MPI_Comm_dup(comm, &errcomm);
+    MPI_Comm_set_errhandler(errcomm, MPI_ERRORS_RETURN);
+    MPI_Errhandler world_handler;
+    MPI_Comm_get_errhandler(MPI_COMM_WORLD, &world_handler);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    double aliased[64] = {};
+    const int rc = allreduce(aliased, aliased, 64, MPI_DOUBLE, MPI_SUM, errcomm);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, world_handler);
+    MPI_Errhandler_free(&world_handler);
+    ++g_cases;
+    if (rc == MPI_SUCCESS) {
+        ++g_failures;
+        std::printf("rank %d: FAIL aliased send/receive buffers: MPI_Allreduce returned MPI_SUCCESS, want the "
+                    "library's error\n", g_world_rank);
+    }
+    MPI_Comm_free(&errcomm);
 }
 
 }  // namespace
