@@ -171,12 +171,55 @@ template <Op O> struct DoubleIntLoc {
     }
 };
 
+// Complex PROD on MPI_C_FLOAT_COMPLEX / MPI_C_DOUBLE_COMPLEX: the straightforward product as semantics.inc's
+// complex_multiply computes it (each product rounded, then one subtraction or addition: addsub gives exactly
+// re = ar*br - ai*bi, im = ar*bi + ai*br), with a = inout and b = in. A vector where some element came out NaN in
+// both parts is redone by the scalar code, which applies C's Annex G recovery there, as the libraries do.
+template <class R> struct ComplexProd {
+    using Cx = C<R>;
+    static constexpr size_t size = sizeof(Cx);
+    static constexpr size_t per = kVecBytes / size;
+    static bool both_parts_nan(int lanes) {  // bit 2e: real part of element e is NaN, bit 2e+1: imaginary part
+        return (lanes & (lanes >> 1) & (sizeof(R) == 4 ? 0x55 : 0x5)) != 0;
+    }
+    static void run(char* out, const char* l, const char* r, size_t n) {
+        size_t i = 0;
+        for (; i + per <= n; i += per) {
+            const size_t at = i * size;
+            if constexpr (sizeof(R) == 4) {
+                const __m256 a = _mm256_loadu_ps(reinterpret_cast<const float*>(r + at));
+                const __m256 b = _mm256_loadu_ps(reinterpret_cast<const float*>(l + at));
+                const __m256 x = _mm256_mul_ps(_mm256_moveldup_ps(a), b);                           // ar*br, ar*bi
+                const __m256 y = _mm256_mul_ps(_mm256_movehdup_ps(a), _mm256_permute_ps(b, 0xB1));  // ai*bi, ai*br
+                const __m256 c = _mm256_addsub_ps(x, y);
+                if (both_parts_nan(_mm256_movemask_ps(_mm256_cmp_ps(c, c, _CMP_UNORD_Q))))
+                    scalar_loop<Op::prod, Cx>(out + at, l + at, r + at, per);
+                else
+                    _mm256_storeu_ps(reinterpret_cast<float*>(out + at), c);
+            } else {
+                const __m256d a = _mm256_loadu_pd(reinterpret_cast<const double*>(r + at));
+                const __m256d b = _mm256_loadu_pd(reinterpret_cast<const double*>(l + at));
+                const __m256d x = _mm256_mul_pd(_mm256_movedup_pd(a), b);
+                const __m256d y = _mm256_mul_pd(_mm256_permute_pd(a, 0xF), _mm256_permute_pd(b, 0x5));
+                const __m256d c = _mm256_addsub_pd(x, y);
+                if (both_parts_nan(_mm256_movemask_pd(_mm256_cmp_pd(c, c, _CMP_UNORD_Q))))
+                    scalar_loop<Op::prod, Cx>(out + at, l + at, r + at, per);
+                else
+                    _mm256_storeu_pd(reinterpret_cast<double*>(out + at), c);
+            }
+        }
+        scalar_loop<Op::prod, Cx>(out + i * size, l + i * size, r + i * size, n - i);
+    }
+};
+
 }  // namespace
 
 void fill(KernelTable& table) {
     install_vectorized(table);
     install<DoubleIntLoc<Op::minloc>>(table, Op::minloc, Type::double_int);
     install<DoubleIntLoc<Op::maxloc>>(table, Op::maxloc, Type::double_int);
+    install<ComplexProd<float>>(table, Op::prod, Type::c32);
+    install<ComplexProd<double>>(table, Op::prod, Type::c64);
 }
 
 }  // namespace arshim::kernels::avx2
