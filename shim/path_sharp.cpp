@@ -401,7 +401,7 @@ int leader_step(const PathCall& call, Level& level, const Plan& plan, CallResult
                 MPI_Op op, void* data, std::size_t count) {
     sharp::Group& g = level.group;
     if (result.kind != Kind::host) {
-        const sharp::Buffer buffer{data, g.pinned[0], false};
+        const sharp::Buffer buffer{data, g.pinned_mr(), false};
         for (int attempt = 0;; ++attempt) {
             const Outcome all =
                 sharp::agree(g, sharp::reduce(g, plan.aggregation, plan.element, buffer, buffer, count, nullptr, 0));
@@ -467,7 +467,7 @@ PathOutcome run_direct(const PathCall& call, Level& level, const Plan& plan) {
     const bool in_place = args.sendbuf == MPI_IN_PLACE;
     char* recv = static_cast<char*>(args.recvbuf);
     const char* send = static_cast<const char*>(args.sendbuf);
-    const sharp::Buffer bounce{level.scratch + kDirectChunk, g.pinned[0], false};
+    const sharp::Buffer bounce{level.scratch + kDirectChunk, g.pinned_mr(), false};
     const std::size_t chunk = in_place ? kDirectChunk / size : count;
     const MPI_Op op = host_op(call);
     int rc = MPI_SUCCESS;
@@ -478,7 +478,7 @@ PathOutcome run_direct(const PathCall& call, Level& level, const Plan& plan) {
         const char* in = in_place ? level.scratch : send + first * size;
         if (in_place) std::memcpy(level.scratch, out, n * size);
         if (result.kind != Kind::host) {
-            const sharp::Buffer ib{in, in_place ? g.pinned[0] : nullptr, !in_place};
+            const sharp::Buffer ib{in, in_place ? g.pinned_mr() : nullptr, !in_place};
             const sharp::Buffer ob{out, nullptr, true};
             for (int attempt = 0;; ++attempt) {
                 const Outcome all =

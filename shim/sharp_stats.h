@@ -29,6 +29,7 @@ enum class Counter : uint8_t {
     reg_evictions,
     reg_invalidations, //   entries dropped because their memory was unmapped
     reg_bounced,       //   SAT pieces sent through ARShim's registered buffer (user memory not registrable)
+    reg_failures,      //   groups whose own buffers could not be registered (they run without SAT)
     count
 };
 
