@@ -19,10 +19,11 @@
 // Fault injection by environment (docs/sharp.md): FAKE_SHARP_FAIL_INIT, FAKE_SHARP_FAIL_CAPS,
 // FAKE_SHARP_FAIL_COMM_INIT, FAKE_SHARP_FAIL_ALLREDUCE_N, FAKE_SHARP_FAIL_RANK, FAKE_SHARP_FAIL_CODE,
 // FAKE_SHARP_REFUSE_SAT_LOCK, FAKE_SHARP_REFUSE_SAT_LOCK_COUNT, FAKE_SHARP_DENY_SAT_LOCK, FAKE_SHARP_NO_SAT,
-// FAKE_SHARP_NO_LLT, FAKE_SHARP_LLT_PAYLOAD, FAKE_SHARP_OSTS, FAKE_SHARP_FAIL_REG, FAKE_SHARP_NO_DTYPES,
-// FAKE_SHARP_VERBOSE. A failing member still takes part in the operation's out-of-band exchange (the others
-// complete; only its own call reports the error), so faults never hang the job by themselves.
+// FAKE_SHARP_NO_LLT, FAKE_SHARP_LLT_PAYLOAD, FAKE_SHARP_OSTS, FAKE_SHARP_FAIL_REG, FAKE_SHARP_FAIL_REG_AFTER,
+// FAKE_SHARP_NO_DTYPES, FAKE_SHARP_VERBOSE. A failing member still takes part in the operation's out-of-band
+// exchange (the others complete; only its own call reports the error), so faults never hang the job by themselves.
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cmath>
@@ -51,7 +52,7 @@ long env_long(const char* name, long fallback) {
 
 struct Settings {
     bool fail_init, fail_caps, fail_comm_init, fail_reg, refuse_sat_lock, deny_sat_lock, no_sat, no_llt, verbose;
-    long fail_allreduce_n, fail_rank, fail_code, refuse_sat_lock_count, llt_payload, osts;
+    long fail_allreduce_n, fail_rank, fail_code, refuse_sat_lock_count, llt_payload, osts, fail_reg_after;
     uint64_t no_dtypes;  // bits of enum sharp_datatype removed from the capabilities
 };
 
@@ -62,6 +63,7 @@ const Settings& settings() {
         r.fail_caps = env_long("FAKE_SHARP_FAIL_CAPS", 0) != 0;
         r.fail_comm_init = env_long("FAKE_SHARP_FAIL_COMM_INIT", 0) != 0;
         r.fail_reg = env_long("FAKE_SHARP_FAIL_REG", 0) != 0;
+        r.fail_reg_after = env_long("FAKE_SHARP_FAIL_REG_AFTER", -1);
         r.refuse_sat_lock = env_long("FAKE_SHARP_REFUSE_SAT_LOCK", 0) != 0;
         r.deny_sat_lock = env_long("FAKE_SHARP_DENY_SAT_LOCK", 0) != 0;
         r.no_sat = env_long("FAKE_SHARP_NO_SAT", 0) != 0;
@@ -296,7 +298,7 @@ void combine_any(int dtype, int op, void* acc, const void* in, std::size_t n) {
 // A handle covering [ptr, ptr + bytes): 1 ok, 0 invalid (misuse), 2 stale (memory unmapped since registration).
 int check_handle(void* handle, const void* ptr, std::size_t bytes, const char* which) {
     if (handle == nullptr) {
-        misuse("SAT %s buffer %p without a memory handle", which, ptr);
+        misuse("SAT %s buffer %p without a memory handle", which, ptr);  // only asked for SAT
         return 0;
     }
     auto* r = static_cast<Registration*>(handle);
@@ -365,9 +367,13 @@ int allreduce(Comm* comm, sharp_coll_reduce_spec* spec, bool nonblocking, bool* 
         local = s.no_sat ? SHARP_COLL_ENOT_SUPP : SHARP_COLL_EINVAL;
     }
     int stale = 0;
-    if (local == SHARP_COLL_SUCCESS && (sat || spec->sbuf_desc.buffer.mem_handle || spec->rbuf_desc.buffer.mem_handle)) {
-        const int a = check_handle(spec->sbuf_desc.buffer.mem_handle, spec->sbuf_desc.buffer.ptr, bytes, "source");
-        const int b = check_handle(spec->rbuf_desc.buffer.mem_handle, spec->rbuf_desc.buffer.ptr, bytes, "result");
+    // SAT needs both buffers registered; LLT copies through the library's buffers, so a handle is optional there,
+    // but one that is given must be valid.
+    void* s_handle = spec->sbuf_desc.buffer.mem_handle;
+    void* r_handle = spec->rbuf_desc.buffer.mem_handle;
+    if (local == SHARP_COLL_SUCCESS && (sat || s_handle != nullptr || r_handle != nullptr)) {
+        const int a = sat || s_handle ? check_handle(s_handle, spec->sbuf_desc.buffer.ptr, bytes, "source") : 1;
+        const int b = sat || r_handle ? check_handle(r_handle, spec->rbuf_desc.buffer.ptr, bytes, "result") : 1;
         if (a == 0 || b == 0) local = SHARP_COLL_EINVAL;
         if (b == 2) stale = 1;
         if (a == 2 || b == 2) {
@@ -586,7 +592,12 @@ FAKE_EXPORT int sharp_coll_reg_mr(sharp_coll_context* context, void* buf, size_t
         misuse("sharp_coll_reg_mr with bad arguments");
         return SHARP_COLL_EINVAL;
     }
-    if (settings().fail_reg) {
+    // FAIL_REG: every registration fails; FAIL_REG_AFTER=k: all after the first k of this process (so a caller's
+    // own buffers registered at start succeed and the user buffers of later calls do not).
+    static std::atomic<long> attempts{0};
+    const long attempt = ++attempts;
+    const long after = settings().fail_reg_after;
+    if (settings().fail_reg || (after >= 0 && attempt > after)) {
         bump(kInjected);
         return SHARP_COLL_ENOMEM;
     }
