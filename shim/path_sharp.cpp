@@ -366,22 +366,29 @@ void update_backoff(sharp::Group& g, const CallResult& result) {
     }
 }
 
-void account(const CallResult& result) {
+// Counts the call by how it ran; the same kind goes into the call's statistics row.
+stats::SharpRun account(const CallResult& result) {
     switch (result.kind) {
-    case Kind::llt: sharp::count(Counter::llt); break;
-    case Kind::sat: sharp::count(Counter::sat); break;
-    case Kind::host:
-        sharp::count(Counter::host);
-        sharp::count(result.reason);
-        break;
+    case Kind::llt: sharp::count(Counter::llt); return stats::SharpRun::llt;
+    case Kind::sat: sharp::count(Counter::sat); return stats::SharpRun::sat;
+    case Kind::host: break;
+    }
+    sharp::count(Counter::host);
+    sharp::count(result.reason);
+    switch (result.reason) {
+    case Counter::host_no_sat: return stats::SharpRun::host_no_sat;
+    case Counter::host_no_llt: return stats::SharpRun::host_no_llt;
+    case Counter::host_sat_lock: return stats::SharpRun::host_sat_lock;
+    case Counter::host_error: return stats::SharpRun::host_error;
+    default: return stats::SharpRun::host_unsupported;
     }
 }
 
-void disable(Level& level) {
+void disable(const CommContext& ctx, Level& level) {
     if (level.group.leader) sharp::destroy_group(level.group);  // every leader, at the same call
     level.group.usable = false;
     level.usable = false;
-    sharp::count(Counter::disabled);
+    if (ctx.rank == 0) sharp::count(Counter::disabled);  // group events: once per communicator
 }
 
 // Rebuilds a domain leader's node-reduced chunk from the ranks' slots (still intact: nobody may overwrite them
@@ -445,9 +452,9 @@ PathOutcome run_domain(const PathCall& call, Level& level, const Plan& plan) {
         wait_at_least(level.verdict->sequence, call_no);
         result = CallResult::decode(level.verdict->word.load(std::memory_order_relaxed));
     }
-    account(result);
-    if (result.disabled) disable(level);
-    return PathOutcome::done(rc);
+    const stats::SharpRun run = account(result);
+    if (result.disabled) disable(call.ctx, level);
+    return PathOutcome::done(rc, run);
 }
 
 // Every rank alone on its node: every rank is a member and SHARP works on the user's memory. In place, each chunk
@@ -459,8 +466,8 @@ PathOutcome run_direct(const PathCall& call, Level& level, const Plan& plan) {
     result.kind = plan.aggregation == Aggregation::sat ? Kind::sat : Kind::llt;
     if (plan.host) {
         result.to_host(plan.host_reason);
-        account(result);
-        return PathOutcome::done(run_native(args));
+        const stats::SharpRun run = account(result);
+        return PathOutcome::done(run_native(args), run);
     }
     const std::size_t size = call.type.size;
     const std::size_t count = static_cast<std::size_t>(args.count);
@@ -501,9 +508,9 @@ PathOutcome run_direct(const PathCall& call, Level& level, const Plan& plan) {
         if (rc == MPI_SUCCESS) rc = chunk_rc;
     }
     update_backoff(g, result);
-    account(result);
-    if (result.disabled) disable(level);
-    return PathOutcome::done(rc);
+    const stats::SharpRun run = account(result);
+    if (result.disabled) disable(call.ctx, level);
+    return PathOutcome::done(rc, run);
 }
 
 void release_level(Level& level) {

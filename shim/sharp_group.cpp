@@ -88,7 +88,7 @@ void create_group(CommContext& ctx, Group& g, const GroupSpec& spec) {
                     log::info("SHARP library {} not loaded ({}): sharp-routed calls run native", lib.file, detail);
             }
         } else {
-            count(Counter::group_failures);
+            if (ctx.rank == 0) count(Counter::group_failures);  // group events: once per communicator
             if (ctx.rank == 0 && log::first_time("sharp-group-local"))
                 log::warn("SHARP group ({} leaders) not created: {}; sharp-routed calls on that communicator run "
                           "native", spec.name, stage_text(kLocal));
@@ -187,7 +187,7 @@ void create_group(CommContext& ctx, Group& g, const GroupSpec& spec) {
     if (mins[0] != 1) {
         destroy_group(g);
         g.usable = false;
-        count(Counter::group_failures);
+        if (ctx.rank == 0) count(Counter::group_failures);
         if (ctx.rank == 0 && log::first_time("sharp-group-failed")) {
             const std::string why = mins[1] != 0 && lib.api != nullptr
                                         ? lib.api->describe(static_cast<int>(mins[1]))
@@ -203,7 +203,7 @@ void create_group(CommContext& ctx, Group& g, const GroupSpec& spec) {
         return;
     }
     if (mins[4] != 0) {
-        count(Counter::reg_failures);
+        if (ctx.rank == 0) count(Counter::reg_failures);
         if (ctx.rank == 0 && log::first_time("sharp-register-failed")) {
             const auto line = fmt::format("SHARP memory registration failed on a {} leader: {}; streaming "
                                           "aggregation (SAT) is off on that communicator, large calls take the "
@@ -221,7 +221,7 @@ void create_group(CommContext& ctx, Group& g, const GroupSpec& spec) {
     g.ops = masks[2];
     g.features = masks[3];
     g.llt_max_bytes = static_cast<uint64_t>(mins[3]);
-    count(Counter::groups);
+    if (ctx.rank == 0) count(Counter::groups);
     if (ctx.rank == 0 && log::enabled(log::Level::debug))
         log::debug("SHARP group: {} {} leaders, LLT {} B per operation{}, SAT {}", spec.members, spec.name,
                    g.llt_max_bytes, (g.features & SHARP_FEATURE_LLT) ? "" : " (no LLT)",

@@ -370,17 +370,18 @@ int main(int argc, char** argv) {
     if (scenario == "fail_allreduce") {
         if (failed_call < 0) fail("no call saw the injected SHARP error");
         else if (failed_call == 0 || failed_call >= n - 1) fail("the injected error hit call %d, not mid-run", failed_call);
-        if (sharp("disabled") != 1) fail("disabled = %lld, expected 1", sharp("disabled"));
-    } else if (sharp("disabled") != 0) {
-        fail("disabled = %lld, expected 0", sharp("disabled"));
     }
-    const long long groups = sharp("groups"), group_failures = sharp("group_failures");
-    if (scenario == "no_group") {
-        if (groups != 0 || group_failures != 1) fail("groups %lld, failures %lld: expected 0, 1", groups, group_failures);
-    } else if (scenario == "missing" || scenario == "off") {
-        if (groups != 0 || group_failures != 0) fail("groups %lld, failures %lld: expected none", groups, group_failures);
-    } else if (groups != 1 || group_failures != 0) {
-        fail("groups %lld, failures %lld: expected 1, 0", groups, group_failures);
+    // Group events are counted once per communicator (by its rank 0): sum them over the ranks.
+    long long group_events[3] = {sharp("groups"), sharp("group_failures"), sharp("disabled")}, group_totals[3] = {};
+    MPI_Reduce(group_events, group_totals, 3, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (g_rank == 0) {
+        const long long groups = group_totals[0], group_failures = group_totals[1], disabled = group_totals[2];
+        const long long want_groups = scenario == "no_group" || scenario == "missing" || scenario == "off" ? 0 : 1;
+        const long long want_failures = scenario == "no_group" ? 1 : 0;
+        if (groups != want_groups || group_failures != want_failures)
+            fail("groups created %lld, failed %lld: expected %lld, %lld", groups, group_failures, want_groups,
+                 want_failures);
+        if (disabled != (scenario == "fail_allreduce" ? 1 : 0)) fail("disabled = %lld", disabled);
     }
     // Leader-side events (retries, bounce buffer): only SHARP members see them; the busiest member's count.
     long long leader_events[2] = {sharp("sat_lock_retries"), sharp("reg_bounced")}, most[2] = {};
