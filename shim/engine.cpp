@@ -17,6 +17,7 @@ struct Routed {
     stats::Dtype dtype = stats::Dtype::other;
     uint8_t op = stats::kOpOtherPredefined;
     stats::Reason reason = stats::kServed;
+    stats::SharpRun sharp = stats::SharpRun::none;  // how the SHARP path ran it (LLT, SAT, host and why)
 };
 
 Routed native_because(const CallArgs& args, stats::Reason reason, Routed routed) {
@@ -94,6 +95,7 @@ Routed route(const CallArgs& args) {
     if (!outcome.served) return native_because(args, outcome.reason, r);
     r.rc = outcome.rc;
     r.path = decision.path;
+    r.sharp = outcome.sharp;
     return r;
 }
 
@@ -122,7 +124,8 @@ int allreduce(const CallArgs& args) {
     const auto elapsed = timed ? static_cast<double>(stats::ticks() - start) : 0.0;  // ticks, seconds at finalize
     stats::ThreadCounters& counters = stats::local();
     stats::record(counters, {routed.comm_id, routed.bytes, elapsed,
-                             {routed.path, stats::bucket_of(routed.bytes), routed.dtype, routed.op, routed.reason}});
+                             {routed.path, stats::bucket_of(routed.bytes), routed.dtype, routed.op, routed.reason,
+                              routed.sharp}});
     if (flags & stats::kCallsites) callsites::record(counters, args.caller, routed.bytes, elapsed);
     return routed.rc;
 }

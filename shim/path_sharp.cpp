@@ -366,22 +366,29 @@ void update_backoff(sharp::Group& g, const CallResult& result) {
     }
 }
 
-void account(const CallResult& result) {
+// Counts the call by how it ran; the same kind goes into the call's statistics row.
+stats::SharpRun account(const CallResult& result) {
     switch (result.kind) {
-    case Kind::llt: sharp::count(Counter::llt); break;
-    case Kind::sat: sharp::count(Counter::sat); break;
-    case Kind::host:
-        sharp::count(Counter::host);
-        sharp::count(result.reason);
-        break;
+    case Kind::llt: sharp::count(Counter::llt); return stats::SharpRun::llt;
+    case Kind::sat: sharp::count(Counter::sat); return stats::SharpRun::sat;
+    case Kind::host: break;
+    }
+    sharp::count(Counter::host);
+    sharp::count(result.reason);
+    switch (result.reason) {
+    case Counter::host_no_sat: return stats::SharpRun::host_no_sat;
+    case Counter::host_no_llt: return stats::SharpRun::host_no_llt;
+    case Counter::host_sat_lock: return stats::SharpRun::host_sat_lock;
+    case Counter::host_error: return stats::SharpRun::host_error;
+    default: return stats::SharpRun::host_unsupported;
     }
 }
 
-void disable(Level& level) {
+void disable(const CommContext& ctx, Level& level) {
     if (level.group.leader) sharp::destroy_group(level.group);  // every leader, at the same call
     level.group.usable = false;
     level.usable = false;
-    sharp::count(Counter::disabled);
+    if (ctx.rank == 0) sharp::count(Counter::disabled);  // group events: once per communicator
 }
 
 // Rebuilds a domain leader's node-reduced chunk from the ranks' slots (still intact: nobody may overwrite them
@@ -401,7 +408,7 @@ int leader_step(const PathCall& call, Level& level, const Plan& plan, CallResult
                 MPI_Op op, void* data, std::size_t count) {
     sharp::Group& g = level.group;
     if (result.kind != Kind::host) {
-        const sharp::Buffer buffer{data, g.pinned[0], false};
+        const sharp::Buffer buffer{data, g.pinned_mr(), false};
         for (int attempt = 0;; ++attempt) {
             const Outcome all =
                 sharp::agree(g, sharp::reduce(g, plan.aggregation, plan.element, buffer, buffer, count, nullptr, 0));
@@ -445,9 +452,9 @@ PathOutcome run_domain(const PathCall& call, Level& level, const Plan& plan) {
         wait_at_least(level.verdict->sequence, call_no);
         result = CallResult::decode(level.verdict->word.load(std::memory_order_relaxed));
     }
-    account(result);
-    if (result.disabled) disable(level);
-    return PathOutcome::done(rc);
+    const stats::SharpRun run = account(result);
+    if (result.disabled) disable(call.ctx, level);
+    return PathOutcome::done(rc, run);
 }
 
 // Every rank alone on its node: every rank is a member and SHARP works on the user's memory. In place, each chunk
@@ -459,15 +466,15 @@ PathOutcome run_direct(const PathCall& call, Level& level, const Plan& plan) {
     result.kind = plan.aggregation == Aggregation::sat ? Kind::sat : Kind::llt;
     if (plan.host) {
         result.to_host(plan.host_reason);
-        account(result);
-        return PathOutcome::done(run_native(args));
+        const stats::SharpRun run = account(result);
+        return PathOutcome::done(run_native(args), run);
     }
     const std::size_t size = call.type.size;
     const std::size_t count = static_cast<std::size_t>(args.count);
     const bool in_place = args.sendbuf == MPI_IN_PLACE;
     char* recv = static_cast<char*>(args.recvbuf);
     const char* send = static_cast<const char*>(args.sendbuf);
-    const sharp::Buffer bounce{level.scratch + kDirectChunk, g.pinned[0], false};
+    const sharp::Buffer bounce{level.scratch + kDirectChunk, g.pinned_mr(), false};
     const std::size_t chunk = in_place ? kDirectChunk / size : count;
     const MPI_Op op = host_op(call);
     int rc = MPI_SUCCESS;
@@ -478,7 +485,7 @@ PathOutcome run_direct(const PathCall& call, Level& level, const Plan& plan) {
         const char* in = in_place ? level.scratch : send + first * size;
         if (in_place) std::memcpy(level.scratch, out, n * size);
         if (result.kind != Kind::host) {
-            const sharp::Buffer ib{in, in_place ? g.pinned[0] : nullptr, !in_place};
+            const sharp::Buffer ib{in, in_place ? g.pinned_mr() : nullptr, !in_place};
             const sharp::Buffer ob{out, nullptr, true};
             for (int attempt = 0;; ++attempt) {
                 const Outcome all =
@@ -501,9 +508,9 @@ PathOutcome run_direct(const PathCall& call, Level& level, const Plan& plan) {
         if (rc == MPI_SUCCESS) rc = chunk_rc;
     }
     update_backoff(g, result);
-    account(result);
-    if (result.disabled) disable(level);
-    return PathOutcome::done(rc);
+    const stats::SharpRun run = account(result);
+    if (result.disabled) disable(call.ctx, level);
+    return PathOutcome::done(rc, run);
 }
 
 void release_level(Level& level) {

@@ -40,9 +40,12 @@ struct PathOutcome {
     bool served = false;
     int rc = MPI_SUCCESS;
     stats::Reason reason = stats::Reason::path_unavailable;  // why it declined, when !served
+    stats::SharpRun sharp = stats::SharpRun::none;           // the SHARP path: how it served the call
 
-    static PathOutcome done(int rc) { return {true, rc, stats::Reason::policy}; }
-    static PathOutcome decline(stats::Reason why) { return {false, MPI_SUCCESS, why}; }
+    static PathOutcome done(int rc, stats::SharpRun sharp = stats::SharpRun::none) {
+        return {true, rc, stats::Reason::policy, sharp};
+    }
+    static PathOutcome decline(stats::Reason why) { return {false, MPI_SUCCESS, why, stats::SharpRun::none}; }
 };
 
 int run_native(const CallArgs& args);

@@ -15,6 +15,7 @@
 #include "shim/log.h"
 #include "shim/mpi_types.h"
 #include "shim/mpi_util.h"
+#include "shim/sharp_lib.h"
 #include "shim/simd_ops.h"
 #include "shim/stats.h"
 
@@ -132,6 +133,9 @@ void initialize(bool collective) {
     }
 
     for (const std::string& problem : problems) report_config_problem(*rt, problem);
+    // The SHARP library is loaded now, not on the first sharp-routed call, so that a missing library under
+    // ARSHIM_SHARP=on is reported once at start (shim/sharp_lib.h); off never loads it.
+    if (!rt->disabled) sharp::load_at_init(rt->config, rt->world_rank);
 
     if (!rt->disabled) install_finalize_hook();
     rt->init_time = PMPI_Wtime();

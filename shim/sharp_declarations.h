@@ -1,13 +1,14 @@
 /* ARShim's own declarations of the part of NVIDIA's SHARP collective library API (libsharp_coll.so) that ARShim
- * uses. Used when the build has no vendor header (meson option sharp_include empty); shim/sharp_api.h picks one or
+ * uses. Used when the build has no vendor header (meson option sharp_include empty); shim/sharp_lib.h picks one or
  * the other. Plain C, so that the test double (test/sharp/fake_sharp_coll.cpp) implements exactly these.
  *
- * API VERSION FOLLOWED: the SHARP collective library API of the SHARP 3.x releases (2022-2024; HPC-X 2.12 and
- * later), with the structure layouts of the SHARP 3.5 API reference. Written from the public API reference and
- * from how public users call it (UCC's tl/sharp, NCCL's SHARP plugin): names, enumerator values and member order
- * are facts of the ABI and must match the library; nothing else is taken over. Older (SHARP 2.x) libraries number
- * the 8-bit and bfloat16 datatypes differently (ARShim does not use those) and end some structures earlier (the
- * extra members are zero here, which is their documented default).
+ * API VERSION FOLLOWED: the SHARP collective library API of the SHARP 3.x releases (as shipped in HPC-X). Written
+ * from the public API reference and from how public users call it (UCC's tl/sharp, NCCL's SHARP plugin): names,
+ * enumerator values and member order are facts of the ABI and must match the library; nothing else is taken over.
+ * Libraries before SHARP 3 lack the bfloat16 and 8-bit datatypes (NCCL's plugin tests for them at build time), so
+ * SHARP_DTYPE_NULL has another value there: ARShim offloads a type only when the capability query reports its bit,
+ * and passes SHARP_DTYPE_NULL only as the tag type of reductions without a location, which the library does not
+ * read (public callers leave it unset).
  *
  * Only what ARShim calls is declared: context init/finalize with out-of-band callbacks, capability query, group
  * (communicator) init/destroy, memory registration, blocking and non-blocking allreduce, request test/wait/free,

@@ -30,14 +30,13 @@ extern "C" int oob_gather(void* context, int root, void* sbuf, void* rbuf, int l
 }
 
 // Stages of creation, for the log (a failure's stage is agreed with MIN of its negated value).
-enum Stage : int { kNone = 0, kLibrary = 1, kInit = 2, kCaps = 3, kCommInit = 4, kRegister = 5, kLocal = 6 };
+enum Stage : int { kNone = 0, kLibrary = 1, kInit = 2, kCaps = 3, kCommInit = 4, kLocal = 5 };
 const char* stage_text(int stage) {
     switch (stage) {
     case kLibrary: return "library not loaded on every rank";
     case kInit: return "sharp_coll_init failed";
     case kCaps: return "sharp_coll_caps_query failed";
     case kCommInit: return "sharp_coll_comm_init failed";
-    case kRegister: return "memory registration failed";
     case kLocal: return "shared-memory setup failed";
     default: return "failed";
     }
@@ -89,7 +88,7 @@ void create_group(CommContext& ctx, Group& g, const GroupSpec& spec) {
                     log::info("SHARP library {} not loaded ({}): sharp-routed calls run native", lib.file, detail);
             }
         } else {
-            count(Counter::group_failures);
+            if (ctx.rank == 0) count(Counter::group_failures);  // group events: once per communicator
             if (ctx.rank == 0 && log::first_time("sharp-group-local"))
                 log::warn("SHARP group ({} leaders) not created: {}; sharp-routed calls on that communicator run "
                           "native", spec.name, stage_text(kLocal));
@@ -99,6 +98,7 @@ void create_group(CommContext& ctx, Group& g, const GroupSpec& spec) {
 
     int stage = kNone;
     int code = 0;
+    int reg_code = 0;  // registration failure (not a creation failure: no SAT)
     ::sharp_coll_caps caps{};
     if (spec.leader) {
         const Api& api = *lib.api;
@@ -153,15 +153,15 @@ void create_group(CommContext& ctx, Group& g, const GroupSpec& spec) {
             }
             if (!leaders_agree(spec.leader_comm, stage == kNone) && stage == kNone) stage = kCommInit;
         }
-        // 4. ARShim-owned buffers, registered once. Local; agreed below with the rest.
+        // 4. ARShim-owned buffers, registered once. Only streaming aggregation needs registered memory, so a
+        //    registration failure takes SAT away from the group (agreed below) and leaves LLT.
         if (stage == kNone) {
             g.cache.attach(g.api, g.context);
             for (const auto& [ptr, bytes] : spec.pins) {
-                int reg_rc = 0;
-                void* mr = g.cache.owned(ptr, bytes, &reg_rc);
+                int rc_reg = 0;
+                void* mr = g.cache.owned(ptr, bytes, &rc_reg);
                 if (mr == nullptr) {
-                    stage = kRegister;
-                    code = reg_rc;
+                    reg_code = rc_reg != 0 ? rc_reg : SHARP_COLL_ERROR;
                     break;
                 }
                 g.pinned.push_back(mr);
@@ -170,23 +170,24 @@ void create_group(CommContext& ctx, Group& g, const GroupSpec& spec) {
     }
 
     // 5. Final agreement over the communicator: outcome and capabilities (non-leaders contribute neutral values).
-    long long mins[4] = {stage == kNone ? 1 : 0, code, -stage, LLONG_MAX};
+    long long mins[5] = {stage == kNone ? 1 : 0, code, -stage, LLONG_MAX, reg_code};
     unsigned long long masks[4] = {~0ull, ~0ull, ~0ull, ~0ull};
     if (spec.leader && stage == kNone) {
         masks[0] = caps.support_mask.dtypes;
         masks[1] = caps.support_mask.tag_dtypes;
         masks[2] = caps.support_mask.reduce_ops;
         masks[3] = caps.support_mask.feature_mask;
+        if (reg_code != 0) masks[3] &= ~static_cast<unsigned long long>(SHARP_FEATURE_SAT);
         const long long per_ost = caps.resources.user_data_per_ost > 0 ? caps.resources.user_data_per_ost
                                                                         : static_cast<long long>(kLltDefaultBytes);
         mins[3] = per_ost * std::max(1, caps.resources.osts_per_group);
     }
-    PMPI_Allreduce(MPI_IN_PLACE, mins, 4, MPI_LONG_LONG, MPI_MIN, ctx.comm);
+    PMPI_Allreduce(MPI_IN_PLACE, mins, 5, MPI_LONG_LONG, MPI_MIN, ctx.comm);
     PMPI_Allreduce(MPI_IN_PLACE, masks, 4, MPI_UNSIGNED_LONG_LONG, MPI_BAND, ctx.comm);
     if (mins[0] != 1) {
         destroy_group(g);
         g.usable = false;
-        count(Counter::group_failures);
+        if (ctx.rank == 0) count(Counter::group_failures);
         if (ctx.rank == 0 && log::first_time("sharp-group-failed")) {
             const std::string why = mins[1] != 0 && lib.api != nullptr
                                         ? lib.api->describe(static_cast<int>(mins[1]))
@@ -201,13 +202,26 @@ void create_group(CommContext& ctx, Group& g, const GroupSpec& spec) {
         }
         return;
     }
+    if (mins[4] != 0) {
+        if (ctx.rank == 0) count(Counter::reg_failures);
+        if (ctx.rank == 0 && log::first_time("sharp-register-failed")) {
+            const auto line = fmt::format("SHARP memory registration failed on a {} leader: {}; streaming "
+                                          "aggregation (SAT) is off on that communicator, large calls take the "
+                                          "host path",
+                                          spec.name, lib.api->describe(static_cast<int>(mins[4])));
+            if (lib.mode == Mode::on)
+                log::warn("{}", line);
+            else
+                log::info("{}", line);
+        }
+    }
     g.usable = true;
     g.dtypes = masks[0];
     g.tag_dtypes = masks[1];
     g.ops = masks[2];
     g.features = masks[3];
     g.llt_max_bytes = static_cast<uint64_t>(mins[3]);
-    count(Counter::groups);
+    if (ctx.rank == 0) count(Counter::groups);
     if (ctx.rank == 0 && log::enabled(log::Level::debug))
         log::debug("SHARP group: {} {} leaders, LLT {} B per operation{}, SAT {}", spec.members, spec.name,
                    g.llt_max_bytes, (g.features & SHARP_FEATURE_LLT) ? "" : " (no LLT)",
@@ -279,7 +293,9 @@ Outcome reduce(Group& g, Aggregation aggregation, const Element& element, Buffer
     spec.op = element.op;
 
     if (aggregation == Aggregation::llt) {
-        // LLT copies through the library's own buffers: no registration. A small window of operations in flight.
+        // LLT copies through the library's own buffers: no memory handles (as UCC passes none for buffers below its
+        // registration threshold). Handing one buffer's handle and not the other's is not a combination callers use.
+        // A small window of operations in flight.
         spec.aggr_mode = SHARP_AGGREGATION_DATAGRAM;
         void* requests[kLltWindow] = {};
         int head = 0, live = 0;
@@ -291,8 +307,8 @@ Outcome reduce(Group& g, Aggregation aggregation, const Element& element, Buffer
                 head = (head + 1) % kLltWindow;
                 --live;
             }
-            spec.sbuf_desc = describe(src + first * element.size, bytes, in.user ? nullptr : in.mr);
-            spec.rbuf_desc = describe(dst + first * element.size, bytes, out.user ? nullptr : out.mr);
+            spec.sbuf_desc = describe(src + first * element.size, bytes, nullptr);
+            spec.rbuf_desc = describe(dst + first * element.size, bytes, nullptr);
             spec.length = n;
             void* request = nullptr;
             const int rc = api.do_allreduce_nb(g.comm, &spec, &request);

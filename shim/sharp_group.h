@@ -59,6 +59,9 @@ struct Group {
     std::vector<void*> pinned;  // handles of GroupSpec::pins, same order
 
     bool has(uint64_t mask, int bit) const { return (mask >> bit) & 1u; }
+    // Handle of the registered ARShim-owned memory (GroupSpec::pins[0]); nullptr when it could not be registered
+    // (then the group has no SAT, the only aggregation that needs it).
+    void* pinned_mr() const { return pinned.empty() ? nullptr : pinned.front(); }
 };
 
 // Creates `group` (collective over ctx.comm; see above). Logs once why creation failed, naming the SHARP error.

@@ -11,7 +11,7 @@ const char* const kNames[] = {"llt",           "sat",           "host",         
                               "host_no_sat",   "host_no_llt",   "host_sat_lock", "host_error",
                               "unavailable",   "sat_lock_retries", "ops",        "groups",
                               "group_failures", "disabled",     "reg_hits",      "reg_misses",
-                              "reg_evictions", "reg_invalidations", "reg_bounced"};
+                              "reg_evictions", "reg_invalidations", "reg_bounced", "reg_failures"};
 static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<std::size_t>(Counter::count), "one name each");
 }  // namespace
 

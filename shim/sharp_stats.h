@@ -1,7 +1,9 @@
 // Counters of the SHARP path, per process: how each sharp-routed call ran (LLT, SAT or the host path, and why the
 // host path), plus group and registration-cache events. Atomic and relaxed: a few increments per call, any thread.
-// Queried with arshim_sharp_calls("llt" | "sat" | "host" | ...) (exported; tests use it through dlsym). Kept here,
-// apart from shim/stats.*, until the statistics log folds them in.
+// Queried with arshim_sharp_calls("llt" | "sat" | "host" | ...) (exported; tests use it through dlsym). The
+// statistics log sums them over ranks into its "sharp" object (stats_report.cpp); each call's row also says how it
+// ran (stats::SharpRun). Per-call counters count on every rank of the communicator, like every call count of the
+// log; operations, retries and registrations only on the SHARP members (leaders) that make them.
 #pragma once
 
 #include <atomic>
@@ -21,7 +23,7 @@ enum class Counter : uint8_t {
     unavailable,       // calls declined to native (reason sharp_unavailable etc.): off, library missing, no group
     sat_lock_retries,  // agreed retries of a chunk whose SAT lock was refused
     ops,               // SHARP allreduce operations posted (LLT and SAT pieces)
-    groups,            // SHARP groups created
+    groups,            // SHARP groups created (group events are counted once per communicator, by its rank 0)
     group_failures,    // SHARP group creations that failed (agreed)
     disabled,          // groups disabled after a SHARP error
     reg_hits,          // registration cache (user buffers)
@@ -29,6 +31,7 @@ enum class Counter : uint8_t {
     reg_evictions,
     reg_invalidations, //   entries dropped because their memory was unmapped
     reg_bounced,       //   SAT pieces sent through ARShim's registered buffer (user memory not registrable)
+    reg_failures,      //   groups whose own buffers could not be registered (no SAT; once per communicator)
     count
 };
 

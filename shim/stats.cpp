@@ -45,6 +45,11 @@ const char* const kReasonNames[kReasonCount + 1] = {
 
 const char* const kDtypeNames[kDtypeCount] = {"float", "int", "other", "derived"};
 
+const char* const kSharpRunNames[] = {"",           "llt",         "sat",           "host_unsupported",
+                                      "host_no_sat", "host_no_llt", "host_sat_lock", "host_error"};
+static_assert(sizeof(kSharpRunNames) / sizeof(kSharpRunNames[0]) == static_cast<std::size_t>(SharpRun::count),
+              "one name each");
+
 const char* const kOpLabels[kOpCount] = {"sum", "prod", "min", "max", "land", "lor", "lxor",
                                          "band", "bor", "bxor", "minloc", "maxloc", "other", "user"};
 
@@ -59,6 +64,10 @@ const char* dtype_name(Dtype dtype) {
     return i < kDtypeCount ? kDtypeNames[i] : "?";
 }
 const char* op_label(uint8_t op) { return op < kOpCount ? kOpLabels[op] : "?"; }
+const char* sharp_run_name(SharpRun run) {
+    const auto i = static_cast<std::size_t>(run);
+    return i < static_cast<std::size_t>(SharpRun::count) ? kSharpRunNames[i] : "?";
+}
 
 ThreadCounters* register_thread() {
     auto block = std::make_unique<ThreadCounters>();

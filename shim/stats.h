@@ -63,23 +63,33 @@ constexpr uint8_t kOpUser = 13;             // user-defined (MPI_Op_create)
 constexpr std::size_t kOpCount = 14;
 const char* op_label(uint8_t op);  // "sum", ..., "maxloc", "other", "user"
 
-// The small part of a row key, packed: path 2 bits, bucket 7, dtype 2, op 4, reason 4.
+// How the SHARP path ran a call it served: SHARP's low-latency or streaming aggregation, or (some of) it on the host
+// path and why (shim/sharp_stats.h has the same reasons as counters). `none` for every other path.
+enum class SharpRun : uint8_t { none, llt, sat, host_unsupported, host_no_sat, host_no_llt, host_sat_lock, host_error,
+                                count };
+const char* sharp_run_name(SharpRun run);  // "", "llt", "sat", "host_unsupported", ...
+
+// The small part of a row key, packed: path 2 bits, bucket 7, dtype 2, op 4, reason 4, sharp 3.
 struct RowKey {
     policy::Path path;
     uint32_t bucket;
     Dtype dtype;
     uint8_t op;
     Reason reason;
+    SharpRun sharp = SharpRun::none;
 };
 inline uint32_t pack(const RowKey& k) {
     return static_cast<uint32_t>(k.path) | k.bucket << 2 | static_cast<uint32_t>(k.dtype) << 9 |
-           static_cast<uint32_t>(k.op) << 11 | static_cast<uint32_t>(k.reason) << 15;
+           static_cast<uint32_t>(k.op) << 11 | static_cast<uint32_t>(k.reason) << 15 |
+           static_cast<uint32_t>(k.sharp) << 19;
 }
 inline RowKey unpack(uint32_t p) {
-    return {static_cast<policy::Path>(p & 3u), p >> 2 & 127u, static_cast<Dtype>(p >> 9 & 3u),
-            static_cast<uint8_t>(p >> 11 & 15u), static_cast<Reason>(p >> 15 & 15u)};
+    return {static_cast<policy::Path>(p & 3u), p >> 2 & 127u,          static_cast<Dtype>(p >> 9 & 3u),
+            static_cast<uint8_t>(p >> 11 & 15u), static_cast<Reason>(p >> 15 & 15u),
+            static_cast<SharpRun>(p >> 19 & 7u)};
 }
-constexpr uint32_t kPackedBits = 19;
+constexpr uint32_t kPackedBits = 22;
+static_assert(static_cast<uint32_t>(SharpRun::count) <= 8, "three bits");
 
 // In the thread tables the time fields hold clock ticks (ticks()); finalize scales them to seconds.
 struct Cell {

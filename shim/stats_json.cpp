@@ -190,6 +190,7 @@ std::string to_json(const Report& r) {
             row["datatype"] = dtype_name(e.key.dtype);
             row["op"] = op_label(e.key.op);
             row["reason"] = reason_name(e.key.reason);
+            if (e.key.sharp != SharpRun::none) row["sharp"] = sharp_run_name(e.key.sharp);
         }
         put_agg(row, e.agg);
         rows.push_back(row);
@@ -204,6 +205,12 @@ std::string to_json(const Report& r) {
                                  {"fallback", reason != Reason::policy}});
     }
     doc["fallbacks"] = fallbacks;
+
+    // The SHARP path's counters by their arshim_sharp_calls() names, summed over ranks.
+    json sharp = json::object();
+    for (std::size_t c = 0; c < kSharpCounters; ++c)
+        sharp[sharp::counter_name(static_cast<sharp::Counter>(c))] = r.sharp[c];
+    doc["sharp"] = sharp;
 
     json sites = json::array();
     for (const SiteEntry& s : r.sites) {
@@ -254,6 +261,34 @@ std::string human_bytes(double bytes) {
     return text;
 }
 
+uint64_t sharp_counter(const Report& r, sharp::Counter c) { return r.sharp[static_cast<std::size_t>(c)]; }
+
+// One line when the SHARP path saw calls: how they ran (LLT, SAT, host and why), how many declined to native, and
+// the groups' fate. Counts are summed over ranks, like every count of the summary.
+void print_sharp_summary(std::FILE* out, const Report& r) {
+    using sharp::Counter;
+    const uint64_t llt = sharp_counter(r, Counter::llt), sat = sharp_counter(r, Counter::sat),
+                   host = sharp_counter(r, Counter::host), declined = sharp_counter(r, Counter::unavailable);
+    if (llt + sat + host + declined == 0) return;
+    std::string reasons;
+    for (Counter c : {Counter::host_unsupported, Counter::host_no_sat, Counter::host_no_llt, Counter::host_sat_lock,
+                      Counter::host_error}) {
+        if (sharp_counter(r, c) == 0) continue;
+        reasons += reasons.empty() ? " (" : " ";
+        reasons += sharp::counter_name(c) + 5;  // without "host_"
+        reasons += '=' + std::to_string(sharp_counter(r, c));
+    }
+    if (!reasons.empty()) reasons += ')';
+    std::fprintf(out,
+                 "arshim[0] sharp: llt=%llu sat=%llu host=%llu%s declined=%llu; groups created=%llu failed=%llu "
+                 "disabled=%llu\n",
+                 static_cast<unsigned long long>(llt), static_cast<unsigned long long>(sat),
+                 static_cast<unsigned long long>(host), reasons.c_str(), static_cast<unsigned long long>(declined),
+                 static_cast<unsigned long long>(sharp_counter(r, Counter::groups)),
+                 static_cast<unsigned long long>(sharp_counter(r, Counter::group_failures)),
+                 static_cast<unsigned long long>(sharp_counter(r, Counter::disabled)));
+}
+
 }  // namespace
 
 void print_summary(const Report& r, const std::string& written) {
@@ -285,6 +320,7 @@ void print_summary(const Report& r, const std::string& written) {
         reasons += std::to_string(r.reasons[i]);
     }
     if (!reasons.empty()) std::fprintf(out, "arshim[0] native because:%s\n", reasons.c_str());
+    print_sharp_summary(out, r);
     if (r.paused) std::fprintf(out, "arshim[0] not counted: %llu calls made while MPI_Pcontrol(0) paused collection\n",
                                static_cast<unsigned long long>(r.paused));
     if (!r.sites.empty()) {

@@ -57,6 +57,7 @@ struct LocalData {
     uint64_t reentrant = 0;
     uint64_t paused = 0;
     uint64_t rows_dropped = 0;
+    uint64_t sharp[kSharpCounters] = {};
     std::vector<callsites::LocalSite> sites;
     Cell sites_dropped;
     bool sites_recorded = false;
@@ -91,6 +92,7 @@ LocalData gather_local(bool with_sites) {
         for (const Cell& cell : d.cells[p]) d.paths[p].merge(cell);
         d.total.merge(d.paths[p]);
     }
+    for (std::size_t c = 0; c < kSharpCounters; ++c) d.sharp[c] = sharp::read(static_cast<sharp::Counter>(c));
     // Communicators registered but never used for a counted call (e.g. only while paused) make no row.
     for (auto it = d.comms.begin(); it != d.comms.end();)
         it = it->second.cell.calls ? std::next(it) : d.comms.erase(it);
@@ -139,6 +141,7 @@ Report rank_report(const LocalData& d, int rank, int np) {
     r.reentrant = d.reentrant;
     r.paused = d.paused;
     r.rows_dropped = d.rows_dropped;
+    std::copy(std::begin(d.sharp), std::end(d.sharp), r.sharp);
     r.wall_min = r.wall_avg = r.wall_max = d.wall;
     r.share_min = r.share_avg = r.share_max = d.wall > 0 ? d.total.seconds / d.wall : 0;
     return r;
@@ -371,6 +374,7 @@ Report job_report(const LocalData& d, const Runtime& rt, int name_bytes) {
     pack.sum(d.reentrant);
     pack.sum(d.paused);
     pack.sum(d.rows_dropped);
+    for (uint64_t v : d.sharp) pack.sum(v);
     const double share = d.wall > 0 ? d.total.seconds / d.wall : 0;
     for (double v : {d.wall, share}) {
         pack.dsum(v);
@@ -467,6 +471,7 @@ Report job_report(const LocalData& d, const Runtime& rt, int name_bytes) {
     r.reentrant = un.sum();
     r.paused = un.sum();
     r.rows_dropped = un.sum();
+    for (uint64_t& v : r.sharp) v = un.sum();
     double* fields[2][3] = {{&r.wall_avg, &r.wall_min, &r.wall_max}, {&r.share_avg, &r.share_min, &r.share_max}};
     for (auto& field : fields) {
         *field[0] = un.dsum() / std::max(1, r.np);

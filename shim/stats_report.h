@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "shim/callsites.h"
+#include "shim/sharp_stats.h"
 #include "shim/stats.h"
 
 namespace arshim {
@@ -17,6 +18,7 @@ struct Runtime;
 namespace arshim::stats {
 
 constexpr const char* kSchema = "arshim-stats/1";
+constexpr std::size_t kSharpCounters = static_cast<std::size_t>(sharp::Counter::count);
 
 // One table cell aggregated over ranks. Per-rank figures (min/max) are over the ranks that have the cell
 // (`ranks` of them), so a row of a sub-communicator is not diluted by the ranks outside it.
@@ -83,6 +85,7 @@ struct Report {
     uint64_t reentrant = 0;
     uint64_t paused = 0;
     uint64_t rows_dropped = 0;  // calls whose row did not fit a thread's table (still in paths/buckets)
+    uint64_t sharp[kSharpCounters] = {};  // the SHARP path's counters (shim/sharp_stats.h), summed over ranks
     double wall_min = 0, wall_avg = 0, wall_max = 0;     // seconds between MPI_Init and MPI_Finalize
     double share_min = 0, share_avg = 0, share_max = 0;  // per-rank allreduce time / wall time
 };

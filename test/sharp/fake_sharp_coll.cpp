@@ -19,10 +19,11 @@
 // Fault injection by environment (docs/sharp.md): FAKE_SHARP_FAIL_INIT, FAKE_SHARP_FAIL_CAPS,
 // FAKE_SHARP_FAIL_COMM_INIT, FAKE_SHARP_FAIL_ALLREDUCE_N, FAKE_SHARP_FAIL_RANK, FAKE_SHARP_FAIL_CODE,
 // FAKE_SHARP_REFUSE_SAT_LOCK, FAKE_SHARP_REFUSE_SAT_LOCK_COUNT, FAKE_SHARP_DENY_SAT_LOCK, FAKE_SHARP_NO_SAT,
-// FAKE_SHARP_NO_LLT, FAKE_SHARP_LLT_PAYLOAD, FAKE_SHARP_OSTS, FAKE_SHARP_FAIL_REG, FAKE_SHARP_NO_DTYPES,
-// FAKE_SHARP_VERBOSE. A failing member still takes part in the operation's out-of-band exchange (the others
-// complete; only its own call reports the error), so faults never hang the job by themselves.
+// FAKE_SHARP_NO_LLT, FAKE_SHARP_LLT_PAYLOAD, FAKE_SHARP_OSTS, FAKE_SHARP_FAIL_REG, FAKE_SHARP_FAIL_REG_AFTER,
+// FAKE_SHARP_NO_DTYPES, FAKE_SHARP_VERBOSE. A failing member still takes part in the operation's out-of-band
+// exchange (the others complete; only its own call reports the error), so faults never hang the job by themselves.
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cmath>
@@ -36,10 +37,14 @@
 #include <vector>
 
 #include "shim/sharp_declarations.h"
+#include "test/sharp/fake_sharp_reduce.h"
 
 #define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
 
 namespace {
+
+using fake_sharp::combine_any;
+using fake_sharp::dtype_size;
 
 // ---------------------------------------------------------------------------------------------------------------
 // Settings
@@ -51,7 +56,7 @@ long env_long(const char* name, long fallback) {
 
 struct Settings {
     bool fail_init, fail_caps, fail_comm_init, fail_reg, refuse_sat_lock, deny_sat_lock, no_sat, no_llt, verbose;
-    long fail_allreduce_n, fail_rank, fail_code, refuse_sat_lock_count, llt_payload, osts;
+    long fail_allreduce_n, fail_rank, fail_code, refuse_sat_lock_count, llt_payload, osts, fail_reg_after;
     uint64_t no_dtypes;  // bits of enum sharp_datatype removed from the capabilities
 };
 
@@ -62,6 +67,7 @@ const Settings& settings() {
         r.fail_caps = env_long("FAKE_SHARP_FAIL_CAPS", 0) != 0;
         r.fail_comm_init = env_long("FAKE_SHARP_FAIL_COMM_INIT", 0) != 0;
         r.fail_reg = env_long("FAKE_SHARP_FAIL_REG", 0) != 0;
+        r.fail_reg_after = env_long("FAKE_SHARP_FAIL_REG_AFTER", -1);
         r.refuse_sat_lock = env_long("FAKE_SHARP_REFUSE_SAT_LOCK", 0) != 0;
         r.deny_sat_lock = env_long("FAKE_SHARP_DENY_SAT_LOCK", 0) != 0;
         r.no_sat = env_long("FAKE_SHARP_NO_SAT", 0) != 0;
@@ -210,93 +216,13 @@ uint64_t llt_max_bytes() {
     return static_cast<uint64_t>(s.llt_payload > 0 ? s.llt_payload : 1) * static_cast<uint64_t>(s.osts > 0 ? s.osts : 1);
 }
 
-std::size_t dtype_size(int dtype) {
-    switch (dtype) {
-    case SHARP_DTYPE_UNSIGNED: case SHARP_DTYPE_INT: case SHARP_DTYPE_FLOAT: return 4;
-    case SHARP_DTYPE_UNSIGNED_LONG: case SHARP_DTYPE_LONG: case SHARP_DTYPE_DOUBLE: return 8;
-    case SHARP_DTYPE_UNSIGNED_SHORT: case SHARP_DTYPE_SHORT: return 2;
-    case SHARP_DTYPE_UINT8: case SHARP_DTYPE_INT8: return 1;
-    default: return 0;
-    }
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// Reduction: acc = acc op next, in member order.
-
-template <typename T>
-void combine(int op, T* acc, const T* in, std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i) {
-        T& a = acc[i];
-        const T b = in[i];
-        switch (op) {
-        case SHARP_OP_SUM:
-            if constexpr (std::is_integral_v<T>) {
-                using U = std::make_unsigned_t<T>;
-                a = static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
-            } else {
-                a = a + b;
-            }
-            break;
-        case SHARP_OP_MIN: a = b < a ? b : a; break;
-        case SHARP_OP_MAX: a = b > a ? b : a; break;
-        case SHARP_OP_LAND: a = static_cast<T>((a != 0) && (b != 0)); break;
-        case SHARP_OP_LOR: a = static_cast<T>((a != 0) || (b != 0)); break;
-        case SHARP_OP_LXOR: a = static_cast<T>((a != 0) != (b != 0)); break;
-        default:
-            if constexpr (std::is_integral_v<T>) {
-                if (op == SHARP_OP_BAND) a = static_cast<T>(a & b);
-                else if (op == SHARP_OP_BOR) a = static_cast<T>(a | b);
-                else if (op == SHARP_OP_BXOR) a = static_cast<T>(a ^ b);
-            }
-            break;
-        }
-    }
-}
-
-template <typename V>
-void combine_loc(int op, void* acc_bytes, const void* in_bytes, std::size_t n) {
-    struct Pair {
-        V value;
-        int32_t index;
-    };
-    static_assert(sizeof(Pair) == 8, "no padding");
-    auto* acc = static_cast<Pair*>(acc_bytes);
-    const auto* in = static_cast<const Pair*>(in_bytes);
-    for (std::size_t i = 0; i < n; ++i) {
-        const bool better = op == SHARP_OP_MINLOC ? in[i].value < acc[i].value : in[i].value > acc[i].value;
-        if (better) acc[i] = in[i];
-        else if (in[i].value == acc[i].value && in[i].index < acc[i].index) acc[i].index = in[i].index;
-    }
-}
-
-void combine_any(int dtype, int op, void* acc, const void* in, std::size_t n) {
-    if (op == SHARP_OP_MINLOC || op == SHARP_OP_MAXLOC) {
-        if (dtype == SHARP_DTYPE_FLOAT) combine_loc<float>(op, acc, in, n);
-        else combine_loc<int32_t>(op, acc, in, n);
-        return;
-    }
-    switch (dtype) {
-    case SHARP_DTYPE_UNSIGNED: combine(op, static_cast<uint32_t*>(acc), static_cast<const uint32_t*>(in), n); break;
-    case SHARP_DTYPE_INT: combine(op, static_cast<int32_t*>(acc), static_cast<const int32_t*>(in), n); break;
-    case SHARP_DTYPE_UNSIGNED_LONG: combine(op, static_cast<uint64_t*>(acc), static_cast<const uint64_t*>(in), n); break;
-    case SHARP_DTYPE_LONG: combine(op, static_cast<int64_t*>(acc), static_cast<const int64_t*>(in), n); break;
-    case SHARP_DTYPE_FLOAT: combine(op, static_cast<float*>(acc), static_cast<const float*>(in), n); break;
-    case SHARP_DTYPE_DOUBLE: combine(op, static_cast<double*>(acc), static_cast<const double*>(in), n); break;
-    case SHARP_DTYPE_UNSIGNED_SHORT: combine(op, static_cast<uint16_t*>(acc), static_cast<const uint16_t*>(in), n); break;
-    case SHARP_DTYPE_SHORT: combine(op, static_cast<int16_t*>(acc), static_cast<const int16_t*>(in), n); break;
-    case SHARP_DTYPE_UINT8: combine(op, static_cast<uint8_t*>(acc), static_cast<const uint8_t*>(in), n); break;
-    case SHARP_DTYPE_INT8: combine(op, static_cast<int8_t*>(acc), static_cast<const int8_t*>(in), n); break;
-    default: break;
-    }
-}
-
 // ---------------------------------------------------------------------------------------------------------------
 // One allreduce operation
 
 // A handle covering [ptr, ptr + bytes): 1 ok, 0 invalid (misuse), 2 stale (memory unmapped since registration).
 int check_handle(void* handle, const void* ptr, std::size_t bytes, const char* which) {
     if (handle == nullptr) {
-        misuse("SAT %s buffer %p without a memory handle", which, ptr);
+        misuse("SAT %s buffer %p without a memory handle", which, ptr);  // only asked for SAT
         return 0;
     }
     auto* r = static_cast<Registration*>(handle);
@@ -365,9 +291,13 @@ int allreduce(Comm* comm, sharp_coll_reduce_spec* spec, bool nonblocking, bool* 
         local = s.no_sat ? SHARP_COLL_ENOT_SUPP : SHARP_COLL_EINVAL;
     }
     int stale = 0;
-    if (local == SHARP_COLL_SUCCESS && (sat || spec->sbuf_desc.buffer.mem_handle || spec->rbuf_desc.buffer.mem_handle)) {
-        const int a = check_handle(spec->sbuf_desc.buffer.mem_handle, spec->sbuf_desc.buffer.ptr, bytes, "source");
-        const int b = check_handle(spec->rbuf_desc.buffer.mem_handle, spec->rbuf_desc.buffer.ptr, bytes, "result");
+    // SAT needs both buffers registered; LLT copies through the library's buffers, so a handle is optional there,
+    // but one that is given must be valid.
+    void* s_handle = spec->sbuf_desc.buffer.mem_handle;
+    void* r_handle = spec->rbuf_desc.buffer.mem_handle;
+    if (local == SHARP_COLL_SUCCESS && (sat || s_handle != nullptr || r_handle != nullptr)) {
+        const int a = sat || s_handle ? check_handle(s_handle, spec->sbuf_desc.buffer.ptr, bytes, "source") : 1;
+        const int b = sat || r_handle ? check_handle(r_handle, spec->rbuf_desc.buffer.ptr, bytes, "result") : 1;
         if (a == 0 || b == 0) local = SHARP_COLL_EINVAL;
         if (b == 2) stale = 1;
         if (a == 2 || b == 2) {
@@ -586,7 +516,12 @@ FAKE_EXPORT int sharp_coll_reg_mr(sharp_coll_context* context, void* buf, size_t
         misuse("sharp_coll_reg_mr with bad arguments");
         return SHARP_COLL_EINVAL;
     }
-    if (settings().fail_reg) {
+    // FAIL_REG: every registration fails; FAIL_REG_AFTER=k: all after the first k of this process (so a caller's
+    // own buffers registered at start succeed and the user buffers of later calls do not).
+    static std::atomic<long> attempts{0};
+    const long attempt = ++attempts;
+    const long after = settings().fail_reg_after;
+    if (settings().fail_reg || (after >= 0 && attempt > after)) {
         bump(kInjected);
         return SHARP_COLL_ENOMEM;
     }

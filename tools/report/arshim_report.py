@@ -19,7 +19,7 @@ HERE = os.path.dirname(os.path.realpath(__file__))
 SCHEMA_FILE = os.path.join(HERE, "arshim-stats-1.schema.json")
 PATHS = ("native", "pipelined", "multileader", "sharp")
 PATH_COLORS = {"native": "#4c72b0", "pipelined": "#dd8452", "multileader": "#55a868", "sharp": "#c44e52"}
-SECTIONS = ("paths", "buckets", "communicators", "fallbacks", "callsites", "rows")
+SECTIONS = ("paths", "buckets", "communicators", "fallbacks", "sharp", "callsites", "rows")
 
 
 class ReportError(Exception):
@@ -285,6 +285,19 @@ def print_report(doc, name, top=None, order="time", sections=SECTIONS, all_setti
                                                       for r in rows], align="lrl"))
         else:
             w("  none: every call was served by the path the policy chose")
+    sharp = doc.get("sharp", {})  # absent in logs written before the SHARP path counted
+    if "sharp" in sections and any(sharp.get(k) for k in ("llt", "sat", "host", "unavailable")):
+        w()
+        w("SHARP path (summed over ranks; groups once per communicator)")
+        host = ", ".join(f"{k[5:]} {v}" for k, v in sharp.items() if k.startswith("host_") and v)
+        w(f"  calls     LLT {sharp['llt']}, SAT {sharp['sat']}, host path {sharp['host']}"
+          + (f" ({host})" if host else "") + f", declined to native {sharp['unavailable']}")
+        w(f"  groups    created {sharp.get('groups', 0)}, failed {sharp.get('group_failures', 0)}, "
+          f"disabled after an error {sharp.get('disabled', 0)}, without SAT {sharp.get('reg_failures', 0)}")
+        w(f"  SHARP     {sharp.get('ops', 0)} operations, {sharp.get('sat_lock_retries', 0)} SAT lock retries")
+        w(f"  memory    registration cache hits {sharp.get('reg_hits', 0)}, misses {sharp.get('reg_misses', 0)}, "
+          f"evictions {sharp.get('reg_evictions', 0)}, invalidations {sharp.get('reg_invalidations', 0)}; "
+          f"{sharp.get('reg_bounced', 0)} SAT pieces through the bounce buffer")
     if "callsites" in sections:
         cs = doc["callsites"]
         w()
@@ -308,7 +321,8 @@ def print_report(doc, name, top=None, order="time", sections=SECTIONS, all_setti
         w(table(["communicator", "path", "size [lo..hi)", "type", "op", "reason"] + AGG_HEADERS,
                 [(["other", "", "", "", "", ""] if r.get("other") else
                   [labels.get(r["communicator"], r["communicator"]), r["path"], bucket_label(r), r["datatype"],
-                   r["op"], r["reason"]]) + agg_cells(r, total_time) for r in rows], align="llllll" + "r" * 8))
+                   r["op"], r["reason"] + (f" ({r['sharp']})" if r.get("sharp") else "")])
+                 + agg_cells(r, total_time) for r in rows], align="llllll" + "r" * 8))
         if more:
             w(more)
 
