@@ -100,6 +100,8 @@ uint64_t stats_shape_id(MPI_Comm comm, bool inter) {
 
 }  // namespace
 
+uint64_t CommContext::generation() { return g_generation.load(std::memory_order_acquire); }
+
 CommContext* CommContext::get(MPI_Comm comm) {
     const uint64_t generation = g_generation.load(std::memory_order_acquire);
     for (const Memo& memo : t_memo)

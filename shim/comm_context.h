@@ -27,6 +27,10 @@ public:
     // the same MPI_Allreduce call then). Returns nullptr only for a handle the library rejects.
     static CommContext* get(MPI_Comm comm);
 
+    // Bumped whenever a context is freed (a freed communicator's handle may come back for a new one): caches keyed by
+    // communicator handle are valid only while it is unchanged.
+    static uint64_t generation();
+
     // Releases the MPI resources of every live context, in creation order (which is the same relative order on all
     // ranks, since contexts are created inside collective calls). Called once at finalize.
     static void release_all();

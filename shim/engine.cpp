@@ -18,6 +18,10 @@ struct Routed {
     uint8_t op = stats::kOpOtherPredefined;
     stats::Reason reason = stats::kServed;
     stats::SharpRun sharp = stats::SharpRun::none;  // how the SHARP path ran it (LLT, SAT, host and why)
+    // Native for a reason that depends only on (communicator, predefined datatype, predefined op, size bucket):
+    // the next such call can be replayed from LastNative.
+    bool replayable = false;
+    uint32_t element_size = 0;
 };
 
 Routed native_because(const CallArgs& args, stats::Reason reason, Routed routed) {
@@ -25,6 +29,28 @@ Routed native_because(const CallArgs& args, stats::Reason reason, Routed routed)
     routed.path = policy::Path::native;
     routed.reason = reason;
     return routed;
+}
+
+// This thread's last replayable native call. The common case of a small allreduce repeated in a loop then costs a
+// few compares, the library's call and two counter increments: no classification, no decision lookup, no row
+// search. Valid while no context was freed since (CommContext::generation: a freed communicator's handle may be
+// reused). Only predefined datatypes and ops: their handles never change meaning. Handles as integers, zero when
+// empty (the generation is never 0).
+struct LastNative {
+    uintptr_t comm = 0, datatype = 0, op = 0;
+    uint64_t generation = 0;
+    uint32_t element_size = 0;
+    uint32_t bucket = 0;
+    stats::Row* row = nullptr;
+    stats::Reason reason = stats::kServed;
+};
+thread_local LastNative t_last __attribute__((tls_model("initial-exec")));
+
+bool replays(const LastNative& last, const CallArgs& args) {
+    return last.generation == CommContext::generation() && last.comm == handle_bits(args.comm) &&
+           last.datatype == handle_bits(args.datatype) && last.op == handle_bits(args.op) && args.count >= 0 &&
+           args.sendbuf != args.recvbuf &&
+           stats::bucket_of(static_cast<uint64_t>(args.count) * last.element_size) == last.bucket;
 }
 
 // Bytes of a call with a derived datatype (only on the fallback route, for the statistics).
@@ -69,6 +95,10 @@ Routed route(const CallArgs& args) {
     r.dtype = stats_dtype(cls.type);
     r.op = cls.has_kernel_op ? static_cast<uint8_t>(cls.kop)
                              : cls.user_op ? stats::kOpUser : stats::kOpOtherPredefined;
+    // Every native reason below except derived_datatype and the user-op ones is fixed by (communicator, datatype,
+    // op, size bucket); for a predefined op and datatype the call may be replayed.
+    r.replayable = cls.type.predefined && !cls.user_op;
+    r.element_size = cls.type.size;
     if (ctx->inter) return native_because(args, stats::Reason::intercommunicator, r);
     if (ctx->size == 1) return native_because(args, stats::Reason::single_rank, r);
     if (args.count == 0) return native_because(args, stats::Reason::zero_count, r);
@@ -92,7 +122,10 @@ Routed route(const CallArgs& args) {
     case policy::Path::native:
     case policy::Path::count: return native_because(args, stats::Reason::policy, r);
     }
-    if (!outcome.served) return native_because(args, outcome.reason, r);
+    if (!outcome.served) {
+        r.replayable = false;  // a path's state may change (SHARP disabled after an error): classify every call
+        return native_because(args, outcome.reason, r);
+    }
     r.rc = outcome.rc;
     r.path = decision.path;
     r.sharp = outcome.sharp;
@@ -119,14 +152,27 @@ int allreduce(const CallArgs& args) {
         return route(args).rc;
     }
     const bool timed = flags & stats::kTimed;
+    LastNative& last = t_last;
+    if (!timed && replays(last, args)) {
+        const int rc = run_native(args);
+        stats::ThreadCounters& counters = stats::local();
+        ++last.row->cell.calls;
+        last.row->cell.bytes += static_cast<uint64_t>(args.count) * last.element_size;
+        if (last.reason != stats::kServed) ++counters.reasons[static_cast<std::size_t>(last.reason)];
+        return rc;
+    }
     const uint64_t start = timed ? stats::ticks() : 0;
     const Routed routed = route(args);
     const auto elapsed = timed ? static_cast<double>(stats::ticks() - start) : 0.0;  // ticks, seconds at finalize
     stats::ThreadCounters& counters = stats::local();
-    stats::record(counters, {routed.comm_id, routed.bytes, elapsed,
-                             {routed.path, stats::bucket_of(routed.bytes), routed.dtype, routed.op, routed.reason,
-                              routed.sharp}});
+    const uint32_t bucket = stats::bucket_of(routed.bytes);
+    stats::Row* row = stats::record(counters, {routed.comm_id, routed.bytes, elapsed,
+                                               {routed.path, bucket, routed.dtype, routed.op, routed.reason,
+                                                routed.sharp}});
     if (flags & stats::kCallsites) callsites::record(counters, args.caller, routed.bytes, elapsed);
+    if (routed.path == policy::Path::native && routed.replayable && row != nullptr)
+        last = {handle_bits(args.comm), handle_bits(args.datatype), handle_bits(args.op), CommContext::generation(),
+                routed.element_size, bucket, row, routed.reason};
     return routed.rc;
 }
 

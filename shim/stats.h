@@ -218,15 +218,17 @@ inline Row* find_row(ThreadCounters& t, uint64_t comm, uint32_t key) {
     return nullptr;
 }
 
-inline void record(ThreadCounters& t, const Call& call) {
+// Records one call; returns its row (nullptr when it went to the overflow cells).
+inline Row* record(ThreadCounters& t, const Call& call) {
     const uint32_t key = pack(call.key) + 1;
     if (call.key.reason != kServed) ++t.reasons[static_cast<std::size_t>(call.key.reason)];
     if (Row* row = find_row(t, call.comm, key)) {
         row->cell.add(call.bytes, call.ticks);
-        return;
+        return row;
     }
     ++t.overflow_calls;
     t.overflow[static_cast<std::size_t>(call.key.path)][call.key.bucket].add(call.bytes, call.ticks);
+    return nullptr;
 }
 
 // Communicators, registered once when their context is built (not on the hot path). The id is a hash of the
