@@ -317,33 +317,40 @@ int run_all_pairs(const Options& o, FILE* csv) {
             // data every call, a modern branch predictor learns the outcome sequence and flatters branchy loops.
             fill_pair(t.type, in, n, 1);
             fill_pair(t.type, pristine, 2 * n, 2);
-            auto timed = [&](const std::function<void()>& fn_call) {
-                std::vector<double> samples;
-                for (int r = 0; r < 2 * o.reps + 5; ++r) {
+            // ARShim's kernel and the library's alternate call by call, so that drifts of the machine (clock,
+            // neighbours) hit both alike.
+            std::vector<double> t_ours, t_lib;
+            for (int r = 0; r < 2 * o.reps + 5; ++r) {
+                for (int which = 0; which < 2; ++which) {
+                    const bool mine = (which == 0) == (r % 2 == 0);
                     std::memcpy(inout, pristine + (static_cast<size_t>(r) * 7919 % n) * size, used);
                     const double t0 = now(o);
-                    fn_call();
-                    samples.push_back(now(o) - t0);
+                    if (mine)
+                        fn(in, inout, n);
+                    else
+                        PMPI_Reduce_local(in, inout, static_cast<int>(n), t.datatype, kMpiOps[op]);
+                    (mine ? t_ours : t_lib).push_back(now(o) - t0);
                 }
-                std::sort(samples.begin(), samples.end());
-                return samples[samples.size() / 2];
+            }
+            auto median_of = [](std::vector<double>& v) {
+                std::sort(v.begin(), v.end());
+                return v[v.size() / 2];
             };
-            const double ours = timed([&] { fn(in, inout, n); });
-            const double lib = timed([&] {
-                PMPI_Reduce_local(in, inout, static_cast<int>(n), t.datatype, kMpiOps[op]);
-            });
+            const double ours = median_of(t_ours), lib = median_of(t_lib);
+            // Same-speed loops differ by a few percent from run to run here (both at the cache's bandwidth): only
+            // a loss beyond 5% is flagged.
             const double ratio = lib / ours;
-            if (ratio < 1.0) ++slower;
+            if (ratio < 0.95) ++slower;
             const char* op_name = kernels::op_name(static_cast<Op>(op));
             std::printf("%-8s %-22s %12.2f %12.2f %7.2fx%s\n", op_name, t.name, 3.0 * used / ours / 1e9,
-                        3.0 * used / lib / 1e9, ratio, ratio < 1.0 ? "  <- slower" : "");
+                        3.0 * used / lib / 1e9, ratio, ratio < 0.95 ? "  <- slower" : "");
             if (csv)
                 std::fprintf(csv, "%s,%s_%s,%zu,%s,warm,%.9g,%.4f\n%s,%s_%s,%zu,%s,warm,%.9g,%.4f\n", kFlavor,
                              t.name, op_name, used, kernels::isa_name(best), ours, 3.0 * used / ours / 1e9, kFlavor,
                              t.name, op_name, used, kFlavor, lib, 3.0 * used / lib / 1e9);
         }
     }
-    std::printf("# %d pair(s) slower than %s's MPI_Reduce_local\n", slower, kFlavor);
+    std::printf("# %d pair(s) more than 5%% slower than %s's MPI_Reduce_local\n", slower, kFlavor);
     std::free(in);
     std::free(inout);
     std::free(pristine);
