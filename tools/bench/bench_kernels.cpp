@@ -152,32 +152,46 @@ double now(const Options& o) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// Median seconds per call of `fn` over `bytes`-byte buffers.
-double measure(const Options& o, size_t bytes, const void* in, void* inout, const std::function<void()>& fn) {
-    std::vector<double> samples;
-    fn();  // first touch, page faults, lazy initialization
-    for (int r = 0; r < o.reps; ++r) {
-        if (o.flush) {
-            flush(in, bytes);
-            flush(inout, bytes);
-            const double t0 = now(o);
-            fn();
-            samples.push_back(now(o) - t0);
-        } else {
-            size_t inner = 1;
-            double t = 0;
-            for (;;) {  // grow the batch until it lasts >= 1 ms, so the clock's resolution does not matter
-                const double t0 = now(o);
-                for (size_t k = 0; k < inner; ++k) fn();
-                t = now(o) - t0;
-                if (t >= 1e-3 || inner >= (size_t{1} << 24)) break;
-                inner *= t > 0 ? std::min<size_t>(64, static_cast<size_t>(2e-3 / t) + 1) : 64;
-            }
-            samples.push_back(t / static_cast<double>(inner));
-        }
+// One sample of `fn` in seconds per call: a batch lasting >= 1 ms with a warm cache, or one call after evicting
+// both buffers (--flush-cache).
+double sample(const Options& o, size_t bytes, const void* in, void* inout, const std::function<void()>& fn) {
+    if (o.flush) {
+        flush(in, bytes);
+        flush(inout, bytes);
+        const double t0 = now(o);
+        fn();
+        return now(o) - t0;
     }
-    std::sort(samples.begin(), samples.end());
-    return samples[samples.size() / 2];
+    size_t inner = 1;
+    double t = 0;
+    for (;;) {  // grow the batch until it lasts >= 1 ms, so the clock's resolution does not matter
+        const double t0 = now(o);
+        for (size_t k = 0; k < inner; ++k) fn();
+        t = now(o) - t0;
+        if (t >= 1e-3 || inner >= (size_t{1} << 24)) break;
+        inner *= t > 0 ? std::min<size_t>(64, static_cast<size_t>(2e-3 / t) + 1) : 64;
+    }
+    return t / static_cast<double>(inner);
+}
+
+// Median seconds per call of each of `fns` over `bytes`-byte buffers. The implementations take turns within every
+// repetition (the first one rotating): measured one after the other, the later ones would run on a machine that
+// had time to settle (transparent huge pages collapsed, clocks ramped) and look up to 30% faster at large sizes.
+std::vector<double> measure_all(const Options& o, size_t bytes, const void* in, void* inout,
+                                const std::vector<std::function<void()>>& fns) {
+    std::vector<std::vector<double>> samples(fns.size());
+    for (const auto& fn : fns) fn();  // first touch, page faults, lazy initialization
+    for (int r = 0; r < o.reps; ++r)
+        for (size_t k = 0; k < fns.size(); ++k) {
+            const size_t i = (k + static_cast<size_t>(r)) % fns.size();
+            samples[i].push_back(sample(o, bytes, in, inout, fns[i]));
+        }
+    std::vector<double> medians;
+    for (auto& v : samples) {
+        std::sort(v.begin(), v.end());
+        medians.push_back(v[v.size() / 2]);
+    }
+    return medians;
 }
 
 // xorshift64: filling 2 x 256 MiB per case with rand() would take longer than the measurements.
@@ -408,17 +422,27 @@ int main(int argc, char** argv) {
                     std::fprintf(csv, "%s,%s,%zu,%s,%s,%.9g,%.4f\n", kFlavor, c.name, used, impl.c_str(),
                                  o.flush ? "flushed" : "warm", seconds, gbps);
             };
+            std::vector<std::string> names;
+            std::vector<double> moved;
+            std::vector<std::function<void()>> fns;
             for (Isa isa : levels) {
                 const kernels::BinaryFn fn =
                     kernels::table(isa).binary[static_cast<size_t>(c.op)][static_cast<size_t>(c.type)];
-                report(kernels::isa_name(isa), measure(o, used, in, inout, [&] { fn(in, inout, n); }), 3.0 * used);
+                names.emplace_back(kernels::isa_name(isa));
+                moved.push_back(3.0 * used);
+                fns.emplace_back([fn, &in, &inout, n] { fn(in, inout, n); });
             }
-            const double lib = measure(o, used, in, inout, [&] {
-                PMPI_Reduce_local(in, inout, static_cast<int>(n), c.datatype, c.mpi_op);
-            });
-            report(kFlavor, lib, 3.0 * used);
-            report("plain", measure(o, used, in, inout, [&] { c.plain(in, inout, n); }), 3.0 * used);
-            report("memcpy", measure(o, used, in, inout, [&] { std::memcpy(inout, in, used); }), 2.0 * used);
+            names.emplace_back(kFlavor);
+            moved.push_back(3.0 * used);
+            fns.emplace_back([&, n] { PMPI_Reduce_local(in, inout, static_cast<int>(n), c.datatype, c.mpi_op); });
+            names.emplace_back("plain");
+            moved.push_back(3.0 * used);
+            fns.emplace_back([&, n] { c.plain(in, inout, n); });
+            names.emplace_back("memcpy");
+            moved.push_back(2.0 * used);
+            fns.emplace_back([&, used] { std::memcpy(inout, in, used); });
+            const std::vector<double> seconds = measure_all(o, used, in, inout, fns);
+            for (size_t i = 0; i < fns.size(); ++i) report(names[i], seconds[i], moved[i]);
             // memcpy replaced inout's values: restore moderate ones for the next size.
             fill(c, inout, std::min(2 * used + size, o.max_bytes), 2);
         }
