@@ -1,5 +1,6 @@
 #include "shim/node_shm.h"
 
+#include <algorithm>
 #include <new>
 #include <string>
 
@@ -14,12 +15,23 @@ constexpr std::size_t kSingleNodeChunk = 128 * 1024;
 // Several nodes: large enough that each leader's inter-node step (chunk / l bytes) is not latency-bound.
 constexpr std::size_t kMultiNodeChunk = 1 << 20;
 
+std::size_t pow2_ceil(uint64_t bytes) {
+    std::size_t p = kMinChunk;
+    while (p < bytes && p < (std::size_t{1} << 40)) p <<= 1;
+    return p;
+}
+
 }  // namespace
 
-MultileaderState* create_shm_state(CommContext& ctx, const ShmDomain& domain) {
+std::size_t call_chunk_bytes(const MultileaderState& state, uint64_t bytes) {
+    return std::min({pow2_ceil(bytes), state.preferred_chunk, state.chunk_bytes});
+}
+
+MultileaderState* create_shm_state(CommContext& ctx, const ShmDomain& domain, std::size_t wanted_chunk) {
     auto* state = new MultileaderState;
     for (MPI_Comm& c : state->leader_comm) c = MPI_COMM_NULL;
     state->ppn = domain.size;
+    state->domain = domain;
 
     // The "node" must really share memory (ARSHIM_VIRTUAL_PPN can group ranks that do not).
     int ok = 1;
@@ -31,13 +43,14 @@ MultileaderState* create_shm_state(CommContext& ctx, const ShmDomain& domain) {
     if (shared_size != domain.size) ok = 0;
 
     // The chunk size decides how many inter-node steps each leader makes, so it must be the same on every node: it
-    // is derived from values identical on all ranks (largest ppn, node count, settings).
-    const std::size_t preferred = domain.count > 1 ? kMultiNodeChunk : kSingleNodeChunk;
+    // is derived from values identical on all ranks (largest ppn, node count, settings, the call's size).
+    state->preferred_chunk = domain.count > 1 ? kMultiNodeChunk : kSingleNodeChunk;
     const std::size_t largest_sets = static_cast<std::size_t>(kShmBuffers) * (domain.size_max + 1);
     const std::size_t largest_control = 3 * static_cast<std::size_t>(domain.size_max) * kCacheLine;
     const std::size_t shm_max = static_cast<std::size_t>(ctx.config->number(OptionId::shm_max));
-    std::size_t chunk =
-        std::min(preferred, shm_max > largest_control ? (shm_max - largest_control) / largest_sets : 0);
+    state->max_chunk = shm_max > largest_control ? (shm_max - largest_control) / largest_sets : 0;
+    state->max_chunk &= ~(kCacheLine - 1);
+    std::size_t chunk = std::min({std::max(wanted_chunk, kMinChunk), state->preferred_chunk, state->max_chunk});
     chunk &= ~(kCacheLine - 1);
     if (chunk < 4 * kCacheLine) ok = 0;
     state->chunk_bytes = chunk;
@@ -86,10 +99,31 @@ void free_shm_state(MultileaderState* state) {
     delete state;
 }
 
-MultileaderState* node_shm(CommContext& ctx, stats::Reason* reason) {
+// Replaces the context's node state by one with room for `chunk`, keeping the leader communicators. Collective
+// over the communicator: every rank is in the same call (the decision to grow depends on identical values only),
+// and create_shm_state()'s agreement means every rank has left the previous call, so nobody still reads the old
+// window when it is freed. When the larger window cannot be had, the old one stays (agreed) and is not grown again.
+void grow_node_shm(CommContext& ctx, std::size_t chunk) {
+    MultileaderState* old = ctx.multileader;
+    MultileaderState* grown = create_shm_state(ctx, old->domain, chunk);
+    if (!grown->usable) {
+        free_shm_state(grown);
+        old->grow_failed = chunk;
+        return;
+    }
+    for (int l = 0; l <= kMaxLeaders; ++l) std::swap(grown->leader_comm[l], old->leader_comm[l]);
+    if (ctx.rank == 0)
+        log::debug("node window of a {}-rank communicator grown from {} to {} byte chunks", ctx.size, old->chunk_bytes,
+                   grown->chunk_bytes);
+    free_shm_state(old);
+    ctx.multileader = grown;
+}
+
+MultileaderState* node_shm(CommContext& ctx, uint64_t bytes, stats::Reason* reason) {
     // Decline on values identical on all ranks only. ppn = 1 everywhere: nothing to share.
     if (ctx.ppn_max == 1) return *reason = stats::Reason::one_rank_per_node, nullptr;
     if (ctx.ppn_max > kMaxPpn) return *reason = stats::Reason::path_unavailable, nullptr;
+    const std::size_t wanted = pow2_ceil(bytes);
     if (ctx.multileader == nullptr) {
         ShmDomain node;
         node.comm = ctx.node_comm;
@@ -97,7 +131,11 @@ MultileaderState* node_shm(CommContext& ctx, stats::Reason* reason) {
         node.size = ctx.node_size;
         node.size_max = ctx.ppn_max;
         node.count = ctx.node_count;
-        ctx.multileader = create_shm_state(ctx, node);
+        ctx.multileader = create_shm_state(ctx, node, wanted);
+    } else {
+        MultileaderState& s = *ctx.multileader;
+        const std::size_t target = std::min({wanted, s.preferred_chunk, s.max_chunk}) & ~(kCacheLine - 1);
+        if (s.usable && !s.frozen && target > s.chunk_bytes && target != s.grow_failed) grow_node_shm(ctx, target);
     }
     if (!ctx.multileader->usable) return *reason = stats::Reason::shm_unavailable, nullptr;
     return ctx.multileader;

@@ -9,7 +9,11 @@
 //       MPI allreduces for multileader, SHARP for the sharp path);
 //   (4) every rank copies the reduced chunk out into recvbuf.
 // Chunks are small (cache sized on one node) and the window holds kShmBuffers of them, so the phases of consecutive
-// chunks overlap and the data a leader reduces is still in cache when it reads it.
+// chunks overlap and the data a leader reduces is still in cache when it reads it. A call's chunk is its size
+// rounded up to a power of two, between kMinChunk and the domain's preferred chunk (call_chunk_bytes): a function of
+// values identical on every rank, so every node cuts a call alike. The window starts with room for the first
+// call's chunk and grows on demand, up to the preferred chunk and ARSHIM_SHM_MAX (grow_shm_state): a communicator
+// that only ever reduces a few bytes costs a few KiB per rank of its node, not megabytes.
 //
 // Synchronization protocol (no MPI_Barrier per call). The window's control area holds, per node rank, three
 // monotonically increasing 64-bit sequence numbers, each on its own cache line:
@@ -39,6 +43,7 @@ namespace arshim {
 
 constexpr int kShmBuffers = 2;
 constexpr std::size_t kCacheLine = 64;
+constexpr std::size_t kMinChunk = 4096;
 constexpr int kMaxPpn = 1024;      // sources of one n-ary reduction are kept on the stack
 constexpr int kMaxLeaders = 64;
 
@@ -54,11 +59,27 @@ inline void wait_at_least(const std::atomic<uint64_t>& counter, uint64_t target)
 }
 
 // The node window and protocol state of one communicator (CommContext::multileader).
+// A shared-memory domain: the ranks that run the chunk protocol together. The multileader path's domain is always
+// the node (node_shm); the SHARP path with socket leaders uses the ranks of one socket of a node (shim/path_sharp.cpp).
+struct ShmDomain {
+    MPI_Comm comm = MPI_COMM_NULL;  // the domain's ranks (must share memory; not owned)
+    int rank = 0;                   // my rank in `comm`
+    int size = 1;
+    int size_max = 1;               // largest domain of the communicator (identical on all ranks)
+    int count = 1;                  // domains of the communicator (identical on all ranks)
+    const char* name = "node";      // for the log
+};
+
 struct MultileaderState {
     MPI_Win window = MPI_WIN_NULL;
     char* base = nullptr;
     int ppn = 0;
-    std::size_t chunk_bytes = 0;  // identical on every node of the communicator
+    std::size_t chunk_bytes = 0;  // the window's chunk capacity (slot stride); identical on every node
+    std::size_t preferred_chunk = 0;  // the largest chunk a call uses (identical on every node)
+    std::size_t max_chunk = 0;        // the largest chunk ARSHIM_SHM_MAX allows (identical on every node)
+    bool frozen = false;              // never regrown (the SHARP path registered the window's memory)
+    std::size_t grow_failed = 0;      // a chunk size the window could not grow to (not retried)
+    ShmDomain domain;
     ShmCounter* arrived = nullptr;
     ShmCounter* reduced = nullptr;
     ShmCounter* copied = nullptr;
@@ -73,24 +94,18 @@ struct MultileaderState {
     char* result(int buffer) const { return slot(buffer, ppn); }
 };
 
-// The context's node state, built on first use (collective over the communicator; every rank learns the same
-// outcome). Returns nullptr when the path must decline, with *reason set; the decision is identical on all ranks.
-MultileaderState* node_shm(CommContext& ctx, stats::Reason* reason);
+// The context's node state, built on first use and grown to the chunk a call of `bytes` needs (collective over the
+// communicator; every rank learns the same outcome). `bytes` = SIZE_MAX asks for the largest window at once.
+// Returns nullptr when the path must decline, with *reason set; the decision is identical on all ranks.
+MultileaderState* node_shm(CommContext& ctx, uint64_t bytes, stats::Reason* reason);
 
-// A shared-memory domain: the ranks that run the chunk protocol together. The multileader path's domain is always
-// the node (node_shm); the SHARP path with socket leaders uses the ranks of one socket of a node (shim/path_sharp.cpp).
-struct ShmDomain {
-    MPI_Comm comm = MPI_COMM_NULL;  // the domain's ranks (must share memory; not owned)
-    int rank = 0;                   // my rank in `comm`
-    int size = 1;
-    int size_max = 1;               // largest domain of the communicator (identical on all ranks)
-    int count = 1;                  // domains of the communicator (identical on all ranks)
-    const char* name = "node";      // for the log
-};
+// The chunk a call of `bytes` uses in a window whose capacity is `state.chunk_bytes`.
+std::size_t call_chunk_bytes(const MultileaderState& state, uint64_t bytes);
 
-// Builds the window and protocol state of one domain (collective over ctx.comm; every rank learns the same outcome:
-// `usable` is identical on all ranks). node_shm() is create_shm_state() for the node domain, cached in the context.
-MultileaderState* create_shm_state(CommContext& ctx, const ShmDomain& domain);
+// Builds the window and protocol state of one domain with room for chunks of `chunk` bytes (at most the preferred
+// chunk and what ARSHIM_SHM_MAX allows; collective over ctx.comm; every rank learns the same outcome: `usable` is
+// identical on all ranks). node_shm() is create_shm_state() for the node domain, cached in the context.
+MultileaderState* create_shm_state(CommContext& ctx, const ShmDomain& domain, std::size_t chunk);
 // Frees what create_shm_state() made (collective over the domain: the window) and the state itself.
 void free_shm_state(MultileaderState* state);
 
@@ -110,7 +125,7 @@ int run_shm_protocol(const PathCall& call, MultileaderState& state, kernels::Nar
                      bool multinode, InterNode&& internode) {
     const std::size_t element = call.type.size;
     const std::size_t count = static_cast<std::size_t>(call.args.count);
-    const std::size_t chunk_elements = state.chunk_bytes / element;
+    const std::size_t chunk_elements = call_chunk_bytes(state, call.bytes) / element;
     const char* input =
         static_cast<const char*>(call.args.sendbuf == MPI_IN_PLACE ? call.args.recvbuf : call.args.sendbuf);
     char* output = static_cast<char*>(call.args.recvbuf);

@@ -35,7 +35,7 @@ int internode_allreduce(void* data, std::size_t count, const PathCall& call, MPI
 PathOutcome run_multileader(const PathCall& call) {
     CommContext& ctx = call.ctx;
     stats::Reason reason = stats::Reason::path_unavailable;
-    MultileaderState* state = node_shm(ctx, &reason);
+    MultileaderState* state = node_shm(ctx, call.bytes, &reason);
     if (state == nullptr) return PathOutcome::decline(reason);
     const kernels::NaryFn reduce =
         kernels::active().nary[static_cast<int>(call.kop)][static_cast<int>(call.type.type)];

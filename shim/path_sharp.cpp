@@ -183,11 +183,13 @@ void create_domain_group(CommContext& ctx, Level& level, int members, int local_
 void create_node(CommContext& ctx, Level& level) {
     if (ctx.node_count < 2) return;  // one node: nothing for the switches to reduce (declines; same on all ranks)
     stats::Reason reason = stats::Reason::sharp_unavailable;
-    MultileaderState* shm = node_shm(ctx, &reason);
+    // The largest window at once, then frozen: its memory is registered with SHARP, so it must never move.
+    MultileaderState* shm = node_shm(ctx, UINT64_MAX, &reason);
     if (shm == nullptr) {
         level.decline = reason;
         return;
     }
+    shm->frozen = true;
     level.shm = shm;
     level.domain_comm = ctx.node_comm;
     level.me = ctx.node_rank;
@@ -232,7 +234,8 @@ void create_socket(CommContext& ctx, Level& level) {
     domain.size_max = maxima[1];
     domain.count = members;
     domain.name = "socket";
-    level.shm = maxima[1] <= kMaxPpn ? create_shm_state(ctx, domain) : nullptr;  // same on all ranks
+    level.shm = maxima[1] <= kMaxPpn ? create_shm_state(ctx, domain, SIZE_MAX) : nullptr;  // same on all ranks
+    if (level.shm != nullptr) level.shm->frozen = true;  // registered with SHARP: never moves
     level.owns_shm = level.shm != nullptr;
     if (level.shm == nullptr || !level.shm->usable) {
         level.decline = level.shm == nullptr ? stats::Reason::path_unavailable : stats::Reason::shm_unavailable;
