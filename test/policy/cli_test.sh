@@ -52,7 +52,7 @@ expect help 0 'explain' -- run "$exe" --help
 expect explain-help 0 '--bytes' -- run "$exe" explain --help
 expect explain-default 0 '^decision: +multileader leaders=8 pipeline_k=1 kernel=native$' -- \
     run "$exe" explain --bytes 4MiB --ppn 8 --nodes 1
-expect explain-rule 0 '^rule: +built-in default.toml:[0-9]+ \(rule 1' -- run "$exe" explain --bytes 4MiB --ppn 8 --nodes 1
+expect explain-rule 0 '^rule: +built-in default.toml:[0-9]+ \(rule [0-9]+, "one node, large' -- run "$exe" explain --bytes 4MiB --ppn 8 --nodes 1
 expect explain-both-flavors 0 '^mpi: +mpich, openmpi$' -- run "$exe" explain --bytes 1K --ppn 8 --nodes 16
 expect explain-file 0 '^rule: +.*good.toml:3 \(rule 1\)$' -- \
     run "$exe" explain --bytes 1M --ppn 8 --nodes 2 --mpi openmpi --policy "$work/good.toml"
@@ -69,7 +69,7 @@ expect check-good 0 'good.toml: OK, 2 rules' -- run "$exe" check "$work/good.tom
 expect check-default 0 'OK, [0-9]+ rules' -- run "$exe" check "$default_toml"
 expect check-bad 1 "bad.toml:5: rule 1: unknown key 'segmnts' \(did you mean 'segments'\?\)" -- run "$exe" check "$work/bad.toml"
 expect check-missing 1 'cannot read' -- run "$exe" check "$work/none.toml"
-expect show 0 '^1 +built-in default.toml:[0-9]+ +any +4M\.\. ' -- run "$exe" show
+expect show 0 '^[0-9]+ +built-in default.toml:[0-9]+ +any +4M\.\. ' -- run "$exe" show
 expect show-override 0 '^overrides: ARSHIM_WINDOW=3$' -- run env ARSHIM_WINDOW=3 "$exe" show --mpi mpich
 expect show-mpi 0 '^1 +.*good.toml:3 +openmpi +64K\.\.4M +any +2\.\. ' -- run "$exe" show --policy "$work/good.toml"
 expect options 0 '^ARSHIM_PATH \(choice, default auto' -- run "$exe" options

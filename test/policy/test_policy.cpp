@@ -129,28 +129,60 @@ TEST_CASE("size_bucket matches the shim's stats buckets", "[policy]") {
     }
 }
 
-TEST_CASE("the built-in policy: multileader from 4 MiB on one node, native otherwise", "[policy][default]") {
-    const LoadResult r = load_policy(Config(), nullptr, "", "mpich");
-    CHECK(r.problems.empty());
-    CHECK_FALSE(r.file_used);
-    const Policy& p = *r.policy;
-    CHECK(p.source() == "built-in default.toml");
-    const Decision big = p.decide(call(4 << 20, 2, 1));
+TEST_CASE("the built-in policy: the measured rules, per MPI", "[policy][default]") {
+    const LoadResult mpich = load_policy(Config(), nullptr, "", "mpich");
+    const LoadResult ompi = load_policy(Config(), nullptr, "", "openmpi");
+    CHECK(mpich.problems.empty());
+    CHECK(ompi.problems.empty());
+    CHECK_FALSE(mpich.file_used);
+    const Policy& m = *mpich.policy;
+    const Policy& o = *ompi.policy;
+    CHECK(m.source() == "built-in default.toml");
+    auto rule_of = [](const Policy& p, const Decision& d) { return p.describe_rule(d.rule); };
+    auto line = [](int rule) { return "built-in default.toml:" + std::to_string(rule_line(builtin_policy_text(), rule)); };
+
+    // One node, large: every rank of the node a leader (clamped to ppn by the shim), both MPIs.
+    const Decision big = m.decide(call(4 << 20, 2, 1));
     CHECK(big.path == Path::multileader);
     CHECK(big.leaders == 8);
     CHECK(big.pipeline_k == 1);
     CHECK(big.kernel == KernelChoice::native);
-    CHECK(p.describe_rule(big.rule) ==
-          "built-in default.toml:" + std::to_string(rule_line(builtin_policy_text(), 1)));
-    CHECK(p.decide(call(uint64_t{1} << 40, 2, 1)).path == Path::multileader);
-    CHECK(p.decide(call((4 << 20) - 1, 2, 1)).path == Path::native);
-    CHECK(p.decide(call(4 << 20, 2, 2)).path == Path::native);  // several nodes: not measured yet, native
-    CHECK(p.decide(call(0)).path == Path::native);
-    CHECK(p.decide(call(8, 1, 1)).path == Path::native);
-    CHECK(p.describe_rule(p.decide(call(8)).rule) ==
-          "built-in default.toml:" + std::to_string(rule_line(builtin_policy_text(), 2)));
-    CHECK(p.describe_rule(-1) == "no matching rule");
+    CHECK(rule_of(m, big) == line(4));
     CHECK(describe_decision(big) == "multileader leaders=8 pipeline_k=1 kernel=native");
+    CHECK(o.decide(call(uint64_t{1} << 40, 2, 1)).path == Path::multileader);
+
+    // One node, smaller: MPICH from 32 B (one leader below 4 KiB), Open MPI from 8 KiB (two leaders).
+    CHECK(m.decide(call(16, 2, 1)).path == Path::native);
+    CHECK(m.decide(call(32, 2, 1)).path == Path::multileader);
+    CHECK(m.decide(call(32, 2, 1)).leaders == 1);
+    CHECK(m.decide(call(4095, 2, 1)).leaders == 1);
+    CHECK(m.decide(call(4096, 2, 1)).leaders == 2);
+    CHECK(m.decide(call((4 << 20) - 1, 2, 1)).path == Path::multileader);
+    CHECK(o.decide(call(8191, 2, 1)).path == Path::native);
+    CHECK(o.decide(call(8192, 2, 1)).path == Path::multileader);
+    CHECK(o.decide(call(8192, 2, 1)).leaders == 2);
+
+    // Several nodes: MPICH multileader from 4 KiB; Open MPI multileader 16 KiB..1 MiB, then pipelined 1 MiB segments.
+    CHECK(m.decide(call(2048, 2, 2)).path == Path::native);
+    CHECK(m.decide(call(4096, 2, 2)).path == Path::multileader);
+    CHECK(m.decide(call(uint64_t{1} << 30, 2, 16)).path == Path::multileader);
+    CHECK(o.decide(call(8192, 2, 2)).path == Path::native);
+    CHECK(o.decide(call(16384, 2, 2)).path == Path::multileader);
+    const Decision seg = o.decide(call(1 << 20, 2, 2));
+    CHECK(seg.path == Path::pipelined);
+    CHECK(seg.segment_bytes == (1u << 20));
+    CHECK(seg.window == 8);
+
+    // One rank per node, or a single rank: the libraries' own.
+    CHECK(m.decide(call(4 << 20, 1, 2)).path == Path::native);
+    CHECK(o.decide(call(4 << 20, 1, 2)).path == Path::native);
+    CHECK(m.decide(call(4 << 20, 1, 1)).path == Path::native);
+    CHECK(m.decide(call(0)).path == Path::native);
+    int rules_in_file = 0;
+    for (std::size_t at = 0; (at = builtin_policy_text().find("\n[[rule]]", at)) != std::string::npos; ++at)
+        ++rules_in_file;  // rule headers at the start of a line (the header comment shows one, commented out)
+    CHECK(rule_of(m, m.decide(call(8, 2, 1))) == line(rules_in_file));
+    CHECK(m.describe_rule(-1) == "no matching rule");
 }
 
 TEST_CASE("policy/default.toml: zero problems, and the library holds exactly this file", "[policy][default]") {
