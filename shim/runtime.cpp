@@ -133,6 +133,7 @@ void initialize(bool collective) {
     }
 
     for (const std::string& problem : problems) report_config_problem(*rt, problem);
+    if (rt->config.flag(OptionId::strict)) abort_if_any_problem(!problems.empty(), collective);
     // The SHARP library is loaded now, not on the first sharp-routed call, so that a missing library under
     // ARSHIM_SHARP=on is reported once at start (shim/sharp_lib.h); off never loads it.
     if (!rt->disabled) sharp::load_at_init(rt->config, rt->world_rank);
@@ -184,7 +185,18 @@ void report_config_problem(const Runtime& rt, const std::string& message) {
         else
             log::warn("{}", message);
     }
-    if (strict) PMPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+void abort_if_any_problem(bool have_problem, bool collective) {
+    int any = have_problem ? 1 : 0;
+    if (collective) {
+        // Ranks can differ (only rank 0 reads the policy file; nodes can differ in ISA), so agree first. The
+        // barrier makes sure every line is written before the first abort: Hydra kills the other ranks the moment
+        // one aborts, and a rank killed before it logged left CI with an empty output.
+        PMPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        if (any) PMPI_Barrier(MPI_COMM_WORLD);
+    }
+    if (any) PMPI_Abort(MPI_COMM_WORLD, 1);
 }
 
 }  // namespace arshim

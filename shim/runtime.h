@@ -41,7 +41,10 @@ bool runtime_ready();
 // Collective over MPI_COMM_WORLD: world rank 0's ARSHIM_* settings and policy file are broadcast.
 void after_mpi_init();
 
-// Applies the ARSHIM_STRICT rule to a configuration problem: log it on rank 0 and, when strict, abort.
+// Logs a configuration problem once per job (rank 0 speaks when the settings were agreed), as an error under
+// ARSHIM_STRICT=1 and a warning otherwise.
 void report_config_problem(const Runtime& rt, const std::string& message);
+// ARSHIM_STRICT=1: once every problem is logged, abort the job if any rank had one (collective when MPI is up).
+void abort_if_any_problem(bool have_problem, bool collective);
 
 }  // namespace arshim
