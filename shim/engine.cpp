@@ -147,17 +147,27 @@ int allreduce(const CallArgs& args) {
     // Statistics: per-path and per-reason counts always (the query API); the clock pair (TSC) only when a log or
     // summary will report times, and the call site only when a log will list it; nothing when paused.
     const uint8_t flags = stats::g_flags.load(std::memory_order_relaxed);
+    LastNative& last = t_last;
     if (!(flags & stats::kCollect)) {
         ++stats::local().paused;
-        return route(args).rc;
+        return replays(last, args) ? run_native(args) : route(args).rc;
     }
     const bool timed = flags & stats::kTimed;
-    LastNative& last = t_last;
-    if (!timed && replays(last, args)) {
+    if (replays(last, args)) {
+        // Same communicator, predefined datatype and op, and size bucket as this thread's last native call: same
+        // route, same row, no classification. Timed when a log or summary wants times.
+        const uint64_t replay_start = timed ? stats::ticks() : 0;
         const int rc = run_native(args);
+        const uint64_t bytes = static_cast<uint64_t>(args.count) * last.element_size;
         stats::ThreadCounters& counters = stats::local();
-        ++last.row->cell.calls;
-        last.row->cell.bytes += static_cast<uint64_t>(args.count) * last.element_size;
+        if (timed) {
+            const auto elapsed = static_cast<double>(stats::ticks() - replay_start);
+            last.row->cell.add(bytes, elapsed);
+            if (flags & stats::kCallsites) callsites::record(counters, args.caller, bytes, elapsed);
+        } else {
+            ++last.row->cell.calls;
+            last.row->cell.bytes += bytes;
+        }
         if (last.reason != stats::kServed) ++counters.reasons[static_cast<std::size_t>(last.reason)];
         return rc;
     }
