@@ -132,6 +132,11 @@ Routed route(const CallArgs& args) {
     return r;
 }
 
+void remember(LastNative& last, const CallArgs& args, const Routed& routed, stats::Row* row) {
+    last = {handle_bits(args.comm), handle_bits(args.datatype), handle_bits(args.op), CommContext::generation(),
+            routed.element_size, stats::bucket_of(routed.bytes), row, routed.reason};
+}
+
 }  // namespace
 
 int allreduce(const CallArgs& args) {
@@ -150,10 +155,14 @@ int allreduce(const CallArgs& args) {
     LastNative& last = t_last;
     if (!(flags & stats::kCollect)) {
         ++stats::local().paused;
-        return replays(last, args) ? run_native(args) : route(args).rc;
+        if (replays(last, args)) return run_native(args);
+        const Routed routed = route(args);
+        // Remembered without a row: a paused call counts nothing, and the next counted call classifies again.
+        if (routed.path == policy::Path::native && routed.replayable) remember(last, args, routed, nullptr);
+        return routed.rc;
     }
     const bool timed = flags & stats::kTimed;
-    if (replays(last, args)) {
+    if (last.row != nullptr && replays(last, args)) {
         // Same communicator, predefined datatype and op, and size bucket as this thread's last native call: same
         // route, same row, no classification. Timed when a log or summary wants times.
         const uint64_t replay_start = timed ? stats::ticks() : 0;
@@ -180,9 +189,7 @@ int allreduce(const CallArgs& args) {
                                                {routed.path, bucket, routed.dtype, routed.op, routed.reason,
                                                 routed.sharp}});
     if (flags & stats::kCallsites) callsites::record(counters, args.caller, routed.bytes, elapsed);
-    if (routed.path == policy::Path::native && routed.replayable && row != nullptr)
-        last = {handle_bits(args.comm), handle_bits(args.datatype), handle_bits(args.op), CommContext::generation(),
-                routed.element_size, bucket, row, routed.reason};
+    if (routed.path == policy::Path::native && routed.replayable && row != nullptr) remember(last, args, routed, row);
     return routed.rc;
 }
 

@@ -2,10 +2,12 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <mutex>
 #include <sstream>
+#include <thread>
 
 #include "arshim_config.h"
 #include "kernels/kernels.h"
@@ -194,7 +196,12 @@ void abort_if_any_problem(bool have_problem, bool collective) {
         // barrier makes sure every line is written before the first abort: Hydra kills the other ranks the moment
         // one aborts, and a rank killed before it logged left CI with an empty output.
         PMPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-        if (any) PMPI_Barrier(MPI_COMM_WORLD);
+        if (any) {
+            PMPI_Barrier(MPI_COMM_WORLD);
+            // Hydra drops the output it has not forwarded yet when a rank aborts (seen in CI: an empty output
+            // even with the barrier); give the launcher time to forward the line. This is the path to an abort.
+            std::this_thread::sleep_for(std::chrono::milliseconds(500));
+        }
     }
     if (any) PMPI_Abort(MPI_COMM_WORLD, 1);
 }
