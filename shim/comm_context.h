@@ -82,6 +82,9 @@ public:
     // --- lazily created path state (owned; released through the paths' release functions in paths.h) ---
     MultileaderState* multileader = nullptr;
     SharpState* sharp = nullptr;
+    // Pipelined path, Open MPI: in-place segments are sent from here (shim/path_pipelined.cpp says why).
+    std::unique_ptr<char[]> pipelined_staging;
+    std::size_t pipelined_staging_bytes = 0;
 
     ~CommContext();
     void release_mpi_resources();  // idempotent

@@ -4,6 +4,8 @@
 // thousands of requests at once.
 #include <algorithm>
 #include <climits>
+#include <cstring>
+#include <new>
 
 #include "shim/paths.h"
 #include "shim/simd_ops.h"
@@ -14,6 +16,33 @@ namespace {
 
 // Requests in flight are kept in a fixed array: no allocation per call.
 constexpr uint32_t kMaxWindow = 64;
+
+// Open MPI 4.1's libnbc MPI_Iallreduce takes a binomial tree (a reduce to one root, then a broadcast: the whole
+// segment crosses the root's link about 2 log2(p) times) for every in-place call, where separate buffers of
+// >= 64 KiB on >= 4 ranks get reduce-scatter + allgather. An in-place segment is therefore copied into a staging
+// slot (one per request in flight, kept by the communicator's context) and sent from there: a memcpy per segment
+// instead of a slower algorithm. MPICH's algorithm choice does not depend on MPI_IN_PLACE.
+#if defined(ARSHIM_FLAVOR_OPENMPI)
+constexpr bool kStageInPlace = true;
+#else
+constexpr bool kStageInPlace = false;
+#endif
+constexpr uint64_t kLibnbcRingMinBytes = 64 * 1024;
+constexpr int kLibnbcRingMinRanks = 4;
+constexpr std::size_t kMaxStagingBytes = std::size_t{64} << 20;  // beyond this, in-place segments are not staged
+
+// The context's staging area, at least `bytes` long; nullptr when it cannot have it (then nothing is staged).
+// Allocated on the first in-place call that needs it, and again only when a later one needs more.
+char* staging_area(CommContext& ctx, std::size_t bytes) {
+    if (bytes > kMaxStagingBytes) return nullptr;
+    if (ctx.pipelined_staging_bytes < bytes) {
+        std::unique_ptr<char[]> grown(new (std::nothrow) char[bytes]);
+        if (!grown) return nullptr;
+        ctx.pipelined_staging = std::move(grown);
+        ctx.pipelined_staging_bytes = bytes;
+    }
+    return ctx.pipelined_staging.get();
+}
 
 uint64_t segment_elements(const PathCall& call) {
     const uint64_t count = static_cast<uint64_t>(call.args.count);
@@ -43,22 +72,35 @@ PathOutcome run_pipelined(const PathCall& call) {
         if (simd != MPI_OP_NULL) op = simd;
     }
 
+    MPI_Request requests[kMaxWindow];
     const bool in_place = args.sendbuf == MPI_IN_PLACE;
     const std::size_t element = call.type.size;
-    auto post = [&](uint64_t segment, MPI_Request* request) {
+    const std::size_t segment_bytes = per_segment * element;
+    char* staging = nullptr;
+    const uint64_t largest_segment_bytes = std::min(per_segment, count) * element;
+    if (kStageInPlace && in_place && call.ctx.size >= kLibnbcRingMinRanks &&
+        largest_segment_bytes >= kLibnbcRingMinBytes)
+        staging = staging_area(call.ctx, segment_bytes * window);
+    // Segment `segment` goes into request slot `slot`; a slot is reused only after its request completed, so its
+    // staging slot is free again too.
+    auto post = [&](uint64_t segment, uint32_t slot) {
         const uint64_t first = segment * per_segment;
         const int n = static_cast<int>(std::min(per_segment, count - first));
         const std::size_t offset = first * element;
-        const void* send = in_place ? MPI_IN_PLACE : static_cast<const char*>(args.sendbuf) + offset;
-        return PMPI_Iallreduce(send, static_cast<char*>(args.recvbuf) + offset, n, args.datatype, op, args.comm,
-                               request);
+        char* const recv = static_cast<char*>(args.recvbuf) + offset;
+        const void* send = MPI_IN_PLACE;
+        if (!in_place)
+            send = static_cast<const char*>(args.sendbuf) + offset;
+        else if (staging != nullptr)
+            send = std::memcpy(staging + slot * segment_bytes, recv, n * element);
+        requests[slot] = MPI_REQUEST_NULL;
+        return PMPI_Iallreduce(send, recv, n, args.datatype, op, args.comm, &requests[slot]);
     };
 
-    MPI_Request requests[kMaxWindow];
     int rc = MPI_SUCCESS;
     uint64_t next = 0;
     for (uint32_t slot = 0; slot < window; ++slot, ++next) {
-        rc = post(next, &requests[slot]);
+        rc = post(next, slot);
         if (rc != MPI_SUCCESS) {
             // Requests already posted must still complete before returning.
             PMPI_Waitall(static_cast<int>(slot), requests, MPI_STATUSES_IGNORE);
@@ -71,7 +113,7 @@ PathOutcome run_pipelined(const PathCall& call) {
         int index = MPI_UNDEFINED;
         rc = PMPI_Waitany(static_cast<int>(window), requests, &index, MPI_STATUS_IGNORE);
         if (rc != MPI_SUCCESS || index == MPI_UNDEFINED) break;
-        rc = post(next++, &requests[index]);
+        rc = post(next++, static_cast<uint32_t>(index));
         if (rc != MPI_SUCCESS) break;
     }
     const int wait_rc = PMPI_Waitall(static_cast<int>(window), requests, MPI_STATUSES_IGNORE);
