@@ -25,7 +25,6 @@ std::vector<CommContext*> g_registry;
 // call) costs a few compares instead of an MPI attribute lookup (which takes a lock inside Open MPI). Freeing any
 // context bumps the generation, which invalidates every thread's memo before the context is deleted: a freed
 // communicator's handle may be reused by a new one.
-std::atomic<uint64_t> g_generation{1};
 struct Memo {
     MPI_Comm comm;
     CommContext* ctx;
@@ -38,7 +37,7 @@ thread_local unsigned t_memo_next __attribute__((tls_model("initial-exec"))) = 0
 
 int delete_callback(MPI_Comm, int, void* attribute, void*) {
     auto* ctx = static_cast<CommContext*>(attribute);
-    g_generation.fetch_add(1, std::memory_order_acq_rel);
+    CommContext::g_generation.fetch_add(1, std::memory_order_acq_rel);
     {
         std::lock_guard<std::mutex> lock(g_registry_mutex);
         g_registry.erase(std::remove(g_registry.begin(), g_registry.end(), ctx), g_registry.end());
@@ -100,10 +99,8 @@ uint64_t stats_shape_id(MPI_Comm comm, bool inter) {
 
 }  // namespace
 
-uint64_t CommContext::generation() { return g_generation.load(std::memory_order_acquire); }
-
 CommContext* CommContext::get(MPI_Comm comm) {
-    const uint64_t generation = g_generation.load(std::memory_order_acquire);
+    const uint64_t generation = CommContext::g_generation.load(std::memory_order_acquire);
     for (const Memo& memo : t_memo)
         if (memo.comm == comm && memo.generation == generation && memo.ctx != nullptr) return memo.ctx;
 

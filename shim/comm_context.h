@@ -7,6 +7,7 @@
 #include <mpi.h>
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -29,7 +30,8 @@ public:
 
     // Bumped whenever a context is freed (a freed communicator's handle may come back for a new one): caches keyed by
     // communicator handle are valid only while it is unchanged.
-    static uint64_t generation();
+    static uint64_t generation() { return g_generation.load(std::memory_order_acquire); }
+    static inline std::atomic<uint64_t> g_generation{1};  // inline: the hot path reads it without a call
 
     // Releases the MPI resources of every live context, in creation order (which is the same relative order on all
     // ranks, since contexts are created inside collective calls). Called once at finalize.

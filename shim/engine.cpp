@@ -137,9 +137,8 @@ void remember(LastNative& last, const CallArgs& args, const Routed& routed, stat
             routed.element_size, stats::bucket_of(routed.bytes), row, routed.reason};
 }
 
-}  // namespace
-
-int allreduce(const CallArgs& args) {
+// Everything but the fast path of allreduce() below: re-entry, disabled, classification, paths, statistics.
+[[gnu::noinline]] int allreduce_classified(const CallArgs& args) {
     if (ReentryGuard::active()) {
         ++stats::local().reentrant;
         return run_native(args);
@@ -191,6 +190,28 @@ int allreduce(const CallArgs& args) {
     if (flags & stats::kCallsites) callsites::record(counters, args.caller, routed.bytes, elapsed);
     if (routed.path == policy::Path::native && routed.replayable && row != nullptr) remember(last, args, routed, row);
     return routed.rc;
+}
+
+}  // namespace
+
+int allreduce(const CallArgs& args) {
+    // Fast path, kept small so that a native-routed call pays only for it: counters only (no log, summary or
+    // pause), not re-entrant, and the same communicator, datatype, op and size bucket as this thread's last
+    // counted native call. `last.row` is set only after the runtime was ready and not disabled.
+    LastNative& last = t_last;
+    if (stats::g_flags.load(std::memory_order_relaxed) == stats::kCollect && !ReentryGuard::active() &&
+        last.row != nullptr && replays(last, args)) {
+        int rc;
+        {
+            ReentryGuard guard;
+            rc = run_native(args);
+        }
+        ++last.row->cell.calls;
+        last.row->cell.bytes += static_cast<uint64_t>(args.count) * last.element_size;
+        if (last.reason != stats::kServed) ++stats::local().reasons[static_cast<std::size_t>(last.reason)];
+        return rc;
+    }
+    return allreduce_classified(args);
 }
 
 }  // namespace arshim::engine
