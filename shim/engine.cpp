@@ -161,21 +161,16 @@ void remember(LastNative& last, const CallArgs& args, const Routed& routed, stat
         return routed.rc;
     }
     const bool timed = flags & stats::kTimed;
-    if (last.row != nullptr && replays(last, args)) {
-        // Same communicator, predefined datatype and op, and size bucket as this thread's last native call: same
-        // route, same row, no classification. Timed when a log or summary wants times.
-        const uint64_t replay_start = timed ? stats::ticks() : 0;
+    // The timed replay (an untimed one took the fast path in allreduce()): same communicator, predefined datatype
+    // and op, and size bucket as this thread's last native call, so same route and row, no classification.
+    if (timed && last.row != nullptr && replays(last, args)) {
+        const uint64_t replay_start = stats::ticks();
         const int rc = run_native(args);
+        const auto elapsed = static_cast<double>(stats::ticks() - replay_start);
         const uint64_t bytes = static_cast<uint64_t>(args.count) * last.element_size;
+        last.row->cell.add(bytes, elapsed);
         stats::ThreadCounters& counters = stats::local();
-        if (timed) {
-            const auto elapsed = static_cast<double>(stats::ticks() - replay_start);
-            last.row->cell.add(bytes, elapsed);
-            if (flags & stats::kCallsites) callsites::record(counters, args.caller, bytes, elapsed);
-        } else {
-            ++last.row->cell.calls;
-            last.row->cell.bytes += bytes;
-        }
+        if (flags & stats::kCallsites) callsites::record(counters, args.caller, bytes, elapsed);
         if (last.reason != stats::kServed) ++counters.reasons[static_cast<std::size_t>(last.reason)];
         return rc;
     }
@@ -196,7 +191,7 @@ void remember(LastNative& last, const CallArgs& args, const Routed& routed, stat
 
 int allreduce(const CallArgs& args) {
     // Fast path, kept small so that a native-routed call pays only for it: counters only (no log, summary or
-    // pause), not re-entrant, and the same communicator, datatype, op and size bucket as this thread's last
+    // pause; call sites imply timing, stats.cpp), not re-entrant, and the same communicator, datatype, op and size bucket as this thread's last
     // counted native call. `last.row` is set only after the runtime was ready and not disabled.
     LastNative& last = t_last;
     if (stats::g_flags.load(std::memory_order_relaxed) == stats::kCollect && !ReentryGuard::active() &&
