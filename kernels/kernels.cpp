@@ -57,12 +57,6 @@ const Tables& tables() {
 // The active table: read on every reduction, so a plain pointer load (relaxed atomic: set once at init).
 std::atomic<const KernelTable*> g_active{nullptr};
 
-constexpr const char* kOpNames[kOpCount] = {"sum", "prod", "min",  "max", "land",   "lor",
-                                            "lxor", "band", "bor", "bxor", "minloc", "maxloc"};
-constexpr const char* kTypeNames[kTypeCount] = {
-    "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float", "double", "long_double",
-    "complex_float", "complex_double", "complex_long_double", "bool", "float_int", "double_int", "long_int",
-    "int_int", "short_int", "long_double_int", "float_float", "double_double"};
 constexpr const char* kIsaNames[kIsaCount] = {"scalar", "avx2", "avx512", "neon", "sve"};
 
 template <class V, class I> struct Pair { V v; I k; };
@@ -75,8 +69,6 @@ constexpr std::size_t kTypeSizes[kTypeCount] = {
 
 }  // namespace
 
-const char* op_name(Op op) { return op < Op::count ? kOpNames[static_cast<size_t>(op)] : "?"; }
-const char* type_name(Type type) { return type < Type::count ? kTypeNames[static_cast<size_t>(type)] : "?"; }
 const char* isa_name(Isa isa) { return isa < Isa::count ? kIsaNames[static_cast<size_t>(isa)] : "?"; }
 std::size_t type_size(Type type) { return type < Type::count ? kTypeSizes[static_cast<size_t>(type)] : 0; }
 

@@ -6,23 +6,18 @@
 #include <cstdint>
 #include <string>
 
+#include "kernels/vocabulary.h"
+
 namespace arshim::kernels {
 
-enum class Op : uint8_t { sum, prod, min, max, land, lor, lxor, band, bor, bxor, minloc, maxloc, count };
-constexpr std::size_t kOpCount = static_cast<std::size_t>(Op::count);
-
-// Element types by representation (the shim maps MPI_INT, MPI_INTEGER, MPI_INT32_T, ... to i32, etc.).
-enum class Type : uint8_t {
-    i8, u8, i16, u16, i32, u32, i64, u64,
-    f32, f64, f80,              // float, double, long double (x87 80-bit in 16 bytes on x86-64)
-    c32, c64, c80,              // complex float / double / long double (pairs of the above)
-    boolean,                    // C _Bool / MPI_C_BOOL, one byte, 0 or 1
-    // MINLOC/MAXLOC pair types, laid out as the C struct {value; int index;} (MPI_FLOAT_INT, ...)
-    float_int, double_int, long_int, int_int, short_int, long_double_int,
-    float_float, double_double, // MPI_2REAL, MPI_2DOUBLE_PRECISION: {value; value-as-index}
-    count
-};
-constexpr std::size_t kTypeCount = static_cast<std::size_t>(Type::count);
+// Ops and element types are the vocabulary's (kernels/vocabulary.h): the shim maps MPI_INT, MPI_INTEGER,
+// MPI_INT32_T, ... to Type::i32, etc.
+using vocab::kOpCount;
+using vocab::kTypeCount;
+using vocab::Op;
+using vocab::op_name;
+using vocab::Type;
+using vocab::type_name;
 
 enum class Isa : uint8_t { scalar, avx2, avx512, neon, sve, count };
 constexpr std::size_t kIsaCount = static_cast<std::size_t>(Isa::count);
@@ -40,8 +35,6 @@ struct KernelTable {
     Isa isa;
 };
 
-const char* op_name(Op op);
-const char* type_name(Type type);
 const char* isa_name(Isa isa);
 std::size_t type_size(Type type);
 bool defined(Op op, Type type);            // the MPI standard defines op on this type

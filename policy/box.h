@@ -1,7 +1,7 @@
 // What a policy rule matches, as a box in call space: intervals over size bucket, processes per node, node count
 // and communicator size, and sets (bit masks) of datatype classes, ops and MPI flavors.
 //
-// One predicate evaluator (STYLE.md, the MPICH csel lesson: pruning and searching kept two copies of the predicate
+// One predicate evaluator (the MPICH csel lesson: pruning and searching kept two copies of the predicate
 // code and they drifted apart): the same Box answers "does this call match?" (Policy::decide) and "do earlier rules
 // hide this one?" (the unreachable-rule check in the reader).
 #pragma once
@@ -12,18 +12,15 @@
 #include <string>
 #include <vector>
 
-#include "kernels/kernels.h"
+#include "kernels/vocabulary.h"
 
 namespace arshim::policy {
 
-// Size buckets, the unit the shim caches decisions in: bucket 0 is 0 bytes, bucket b >= 1 is [2^(b-1), 2^b).
-// Rule byte boundaries are powers of two, so every size in a bucket gets the same rule.
-constexpr uint32_t size_bucket(uint64_t bytes) {
-    return bytes == 0 ? 0u : 64u - static_cast<uint32_t>(__builtin_clzll(bytes));
-}
-constexpr uint32_t kBucketCount = 65;
-// Smallest size in bucket b.
-constexpr uint64_t bucket_floor(uint32_t b) { return b == 0 ? 0 : uint64_t{1} << (b - 1); }
+// Size buckets (kernels/vocabulary.h): the unit the shim caches decisions in. Rule byte boundaries are powers of
+// two, so every size in a bucket gets the same rule.
+using vocab::bucket_floor;
+using vocab::bucket_of;
+using vocab::kBucketCount;
 
 constexpr uint64_t kUnbounded = std::numeric_limits<uint64_t>::max();
 
@@ -40,9 +37,8 @@ struct Interval {
 // MPI flavors a rule can be restricted to.
 enum class Flavor : uint8_t { mpich, openmpi, count };
 constexpr std::size_t kFlavorCount = static_cast<std::size_t>(Flavor::count);
-constexpr std::size_t kDtypeClassCount = 3;
-constexpr uint32_t kAllDtypes = (1u << kDtypeClassCount) - 1;  // bit per DtypeClass
-constexpr uint32_t kAllOps = (1u << kernels::kOpCount) - 1;     // bit per kernels::Op
+constexpr uint32_t kAllDtypes = (1u << vocab::kPolicyDtypeClassCount) - 1;  // bit per DtypeClass
+constexpr uint32_t kAllOps = (1u << vocab::kOpCount) - 1;     // bit per kernels::Op
 constexpr uint32_t kAllFlavors = (1u << kFlavorCount) - 1;      // bit per Flavor
 
 // One call as the matcher sees it. `mpi` is a Flavor bit, or 0 when the flavor is unknown (rules restricted to a

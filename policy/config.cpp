@@ -1,5 +1,7 @@
 #include "config.h"
 
+#include "kernels/vocabulary.h"
+
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
@@ -291,18 +293,10 @@ std::string Config::describe_set() const {
 }
 
 uint64_t Config::digest() const {
-    // FNV-1a over the canonical values: identical effective settings give identical digests on every rank.
-    uint64_t h = 1469598103934665603ull;
-    auto mix = [&h](const void* data, std::size_t n) {
-        const auto* p = static_cast<const unsigned char*>(data);
-        for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
-    };
-    for (const OptionValue& v : values_) {
-        mix(&v.number, sizeof v.number);
-        mix(v.text.data(), v.text.size());
-        mix("\0", 1);
-    }
-    return h;
+    // Over the canonical values: identical effective settings give identical digests on every rank.
+    vocab::Fnv1a h;
+    for (const OptionValue& v : values_) h.number(v.number).text(v.text).bytes("", 1);
+    return h.value();
 }
 
 std::string Config::serialize(const EnvPairs& pairs) {

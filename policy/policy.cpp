@@ -18,25 +18,12 @@ const char* const kBuiltinPolicyName = "built-in default.toml";
 
 namespace {
 
-const char* const kPathNames[] = {"native", "pipelined", "multileader", "sharp"};
-const char* const kDtypeNames[] = {"float", "int", "other"};
-const char* const kOpNames[] = {"sum", "prod", "min", "max", "land", "lor", "lxor", "band", "bor", "bxor",
-                                "minloc", "maxloc"};
-const char* const kFlavorNames[] = {"mpich", "openmpi"};
-static_assert(sizeof kOpNames / sizeof *kOpNames == kernels::kOpCount, "op names follow kernels::Op");
-static_assert(sizeof kPathNames / sizeof *kPathNames == static_cast<std::size_t>(Path::count), "path names");
-static_assert(sizeof kDtypeNames / sizeof *kDtypeNames == kDtypeClassCount, "dtype class names");
-
-template <typename Enum, std::size_t N>
-bool lookup(const char* const (&names)[N], const std::string& name, Enum* out) {
-    for (std::size_t i = 0; i < N; ++i)
-        if (name == names[i]) return *out = static_cast<Enum>(i), true;
-    return false;
-}
-
-template <std::size_t N>
-const char* name_at(const char* const (&names)[N], std::size_t i) {
-    return i < N ? names[i] : "?";
+template <typename Enum>
+bool parse(const vocab::Words& words, const std::string& name, Enum* out) {
+    const int i = words.find(name);
+    if (i < 0) return false;
+    *out = static_cast<Enum>(i);
+    return true;
 }
 
 const Table& builtin_table() {
@@ -104,19 +91,10 @@ std::string apply_overrides(const Config& cfg, Decision* d) {
 
 // ---- names ----
 
-const char* path_name(Path path) { return name_at(kPathNames, static_cast<std::size_t>(path)); }
-const char* kernel_choice_name(KernelChoice kernel) { return kernel == KernelChoice::simd ? "simd" : "native"; }
-const char* sharp_mode_name(SharpMode mode) {
-    return mode == SharpMode::llt ? "llt" : mode == SharpMode::sat ? "sat" : "auto";
-}
-const char* sharp_leaders_name(SharpLeaders leaders) { return leaders == SharpLeaders::socket ? "socket" : "node"; }
-const char* dtype_class_name(DtypeClass dclass) { return name_at(kDtypeNames, static_cast<std::size_t>(dclass)); }
-const char* op_keyword(kernels::Op op) { return name_at(kOpNames, static_cast<std::size_t>(op)); }
-const char* flavor_name(Flavor flavor) { return name_at(kFlavorNames, static_cast<std::size_t>(flavor)); }
-bool parse_path(const std::string& name, Path* out) { return lookup(kPathNames, name, out); }
-bool parse_dtype_class(const std::string& name, DtypeClass* out) { return lookup(kDtypeNames, name, out); }
-bool parse_op(const std::string& name, kernels::Op* out) { return lookup(kOpNames, name, out); }
-bool parse_flavor(const std::string& name, Flavor* out) { return lookup(kFlavorNames, name, out); }
+bool parse_path(const std::string& name, Path* out) { return parse(kPathWords, name, out); }
+bool parse_dtype_class(const std::string& name, DtypeClass* out) { return parse(kDtypeWords, name, out); }
+bool parse_op(const std::string& name, vocab::Op* out) { return parse(kOpWords, name, out); }
+bool parse_flavor(const std::string& name, Flavor* out) { return parse(kFlavorWords, name, out); }
 
 std::string describe_decision(const Decision& d) {
     std::string out = path_name(d.path);
@@ -185,8 +163,8 @@ std::string format_set(uint32_t mask, uint32_t all, std::size_t count, const cha
 }
 }  // namespace
 
-std::string format_dtypes(uint32_t mask) { return format_set(mask, kAllDtypes, kDtypeClassCount, dtype_class_name); }
-std::string format_ops(uint32_t mask) { return format_set(mask, kAllOps, kernels::kOpCount, op_keyword); }
+std::string format_dtypes(uint32_t mask) { return format_set(mask, kAllDtypes, vocab::kPolicyDtypeClassCount, dtype_class_name); }
+std::string format_ops(uint32_t mask) { return format_set(mask, kAllOps, vocab::kOpCount, vocab::op_name); }
 std::string format_flavors(uint32_t mask) { return format_set(mask, kAllFlavors, kFlavorCount, flavor_name); }
 
 const std::string& builtin_policy_text() {
@@ -198,15 +176,15 @@ const std::string& builtin_policy_text() {
 
 Decision Policy::decide(const CallFacts& facts) const {
     Point p;
-    p.bucket = size_bucket(facts.bytes);
+    p.bucket = bucket_of(facts.bytes);
     p.ppn = facts.ppn;
     p.nodes = facts.nodes;
     p.comm_size = facts.comm_size;
     const auto dclass = static_cast<unsigned>(facts.dclass);
     const auto op = static_cast<unsigned>(facts.op);
     // An out-of-range class or op (never made by the shim) matches no rule: native.
-    p.dtype = dclass < kDtypeClassCount ? 1u << dclass : 0;
-    p.op = op < kernels::kOpCount ? 1u << op : 0;
+    p.dtype = dclass < vocab::kPolicyDtypeClassCount ? 1u << dclass : 0;
+    p.op = op < vocab::kOpCount ? 1u << op : 0;
     p.mpi = flavor_bit_;
     for (const PolicyRule& rule : rules_)
         if (rule.match.contains(p)) return rule.decision;

@@ -8,19 +8,36 @@
 #include <string>
 #include <vector>
 
+#include <iterator>
+
 #include "kernels/kernels.h"
 #include "policy/box.h"
 #include "policy/config.h"
 
 namespace arshim::policy {
 
-enum class Path : uint8_t { native, pipelined, multileader, sharp, count };
-const char* path_name(Path path);
+// Paths, datatype classes and ops are the vocabulary's (kernels/vocabulary.h); the rest is the policy's own.
+using vocab::DtypeClass;
+using vocab::dtype_class_name;
+using vocab::Path;
+using vocab::path_name;
 
-enum class DtypeClass : uint8_t { floating, integer, other };
 enum class KernelChoice : uint8_t { native, simd };     // op handed to MPI inside the paths
 enum class SharpMode : uint8_t { automatic, llt, sat };
 enum class SharpLeaders : uint8_t { node, socket };
+inline constexpr const char* kKernelChoiceNames[] = {"native", "simd"};
+inline constexpr const char* kSharpModeNames[] = {"auto", "llt", "sat"};
+inline constexpr const char* kSharpLeadersNames[] = {"node", "socket"};
+inline constexpr const char* kFlavorNames[] = {"mpich", "openmpi"};
+static_assert(std::size(kFlavorNames) == kFlavorCount, "one name per flavor");
+// The names a policy file may use for each closed choice (a derived datatype never reaches the policy).
+inline constexpr vocab::Words kPathWords{vocab::kPathNames};
+inline constexpr vocab::Words kDtypeWords{vocab::kDtypeClassNames, vocab::kPolicyDtypeClassCount};
+inline constexpr vocab::Words kOpWords{vocab::kOpNames};
+inline constexpr vocab::Words kFlavorWords{kFlavorNames};
+inline constexpr vocab::Words kKernelChoiceWords{kKernelChoiceNames};
+inline constexpr vocab::Words kSharpModeWords{kSharpModeNames};
+inline constexpr vocab::Words kSharpLeadersWords{kSharpLeadersNames};
 
 // Everything a decision may depend on. All fields are identical on every rank of a communicator for the same
 // call (the shim guarantees that), so every rank decides the same.
@@ -31,7 +48,7 @@ struct CallFacts {
     uint32_t comm_size = 1;
     bool ppn_uniform = true;
     DtypeClass dclass = DtypeClass::other;
-    kernels::Op op = kernels::Op::sum;
+    vocab::Op op = vocab::Op::sum;
 };
 
 struct Decision {
@@ -48,16 +65,13 @@ struct Decision {
 };
 
 // Names as the policy file, the tools and the logs spell them.
-const char* kernel_choice_name(KernelChoice kernel);
-const char* sharp_mode_name(SharpMode mode);          // "auto", "llt", "sat"
-const char* sharp_leaders_name(SharpLeaders leaders);
-const char* dtype_class_name(DtypeClass dclass);      // "float", "int", "other"
-const char* op_keyword(kernels::Op op);  // "sum", ...: own table (policy does not link kernels); not
-                                         // named op_name, which ADL would make ambiguous with kernels::op_name
-const char* flavor_name(Flavor flavor);               // "mpich", "openmpi"
+inline const char* kernel_choice_name(KernelChoice k) { return vocab::name_of(kKernelChoiceNames, k); }
+inline const char* sharp_mode_name(SharpMode mode) { return vocab::name_of(kSharpModeNames, mode); }
+inline const char* sharp_leaders_name(SharpLeaders l) { return vocab::name_of(kSharpLeadersNames, l); }
+inline const char* flavor_name(Flavor flavor) { return vocab::name_of(kFlavorNames, flavor); }
 bool parse_path(const std::string& name, Path* out);
 bool parse_dtype_class(const std::string& name, DtypeClass* out);
-bool parse_op(const std::string& name, kernels::Op* out);
+bool parse_op(const std::string& name, vocab::Op* out);
 bool parse_flavor(const std::string& name, Flavor* out);
 
 // "pipelined segment_bytes=1M window=8 kernel=native": the path and the parameters that path uses.

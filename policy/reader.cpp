@@ -21,8 +21,7 @@ constexpr const char* kRuleKeys[] = {"name",    "mpi",      "bytes",         "pp
 
 constexpr uint64_t kMaxCount = 0xFFFFFFFFull;  // CallFacts counts are 32-bit
 
-template <std::size_t N>
-std::string join(const char* const (&words)[N]) {
+std::string join(const vocab::Words& words) {
     std::string out;
     for (const char* w : words) {
         if (!out.empty()) out += ", ";
@@ -180,16 +179,16 @@ public:
             const std::string_view k = key.str();
             key_ = std::string(k);
             if (k == "name") read_name(node, &rule->name);
-            else if (k == "mpi") read_set(node, "MPI flavor", kFlavorNames, &rule->match.mpis);
-            else if (k == "dtype") read_set(node, "datatype class", kDtypeNames, &rule->match.dtypes);
-            else if (k == "op") read_set(node, "op", kOpNames, &rule->match.ops);
+            else if (k == "mpi") read_set(node, "MPI flavor", kFlavorWords, &rule->match.mpis);
+            else if (k == "dtype") read_set(node, "datatype class", kDtypeWords, &rule->match.dtypes);
+            else if (k == "op") read_set(node, "op", kOpWords, &rule->match.ops);
             else if (k == "bytes") read_bytes(node, &rule->match.dim[Box::bucket]);
             else if (k == "ppn") read_counts(node, &rule->match.dim[Box::ppn]);
             else if (k == "nodes") read_counts(node, &rule->match.dim[Box::nodes]);
             else if (k == "comm_size") read_counts(node, &rule->match.dim[Box::comm_size]);
             else if (k == "path") {
                 have_path = true;
-                read_choice(node, kPathNames, &rule->action.path);
+                read_choice(node, kPathWords, &rule->action.path);
             }
             else if (k == "segments")
                 read_integer(node, OptionId::segments, &rule->action.segments, kSetSegments, rule);
@@ -198,18 +197,18 @@ public:
             else if (k == "leaders") read_integer(node, OptionId::leaders, &rule->action.leaders, kSetLeaders, rule);
             else if (k == "pipeline_k")
                 read_integer(node, OptionId::pipeline_k, &rule->action.pipeline_k, kSetPipelineK, rule);
-            else if (k == "kernel") read_choice(node, kKernelNames, &rule->action.kernel, kSetKernel, rule);
+            else if (k == "kernel") read_choice(node, kKernelChoiceWords, &rule->action.kernel, kSetKernel, rule);
             else if (k == "sharp_mode")
-                read_choice(node, kSharpModeNames, &rule->action.sharp_mode, kSetSharpMode, rule);
+                read_choice(node, kSharpModeWords, &rule->action.sharp_mode, kSetSharpMode, rule);
             else if (k == "sharp_leaders")
-                read_choice(node, kSharpLeaderNames, &rule->action.sharp_leaders, kSetSharpLeaders, rule);
+                read_choice(node, kSharpLeadersWords, &rule->action.sharp_leaders, kSetSharpLeaders, rule);
             else
                 report_.error(line_, prefix_ + "unknown key '" + escape(k, 40) + "'" + did_you_mean(k, kRuleKeys) +
                                          "; allowed: " + join(kRuleKeys));
         }
         line_ = rule->line;
         if (!have_path)
-            report_.error(line_, prefix_ + "no 'path'; allowed: " + join(kPathNames.words));
+            report_.error(line_, prefix_ + "no 'path'; allowed: " + join(kPathWords));
         if ((rule->set & kSetSegments) && (rule->set & kSetSegmentBytes)) {
             report_.warning(line_, prefix_ + "sets both segments and segment_bytes; segment_bytes wins");
             rule->action.segments = 0;
@@ -222,20 +221,6 @@ public:
     }
 
 private:
-    template <std::size_t N>
-    struct Names {
-        const char* words[N];
-    };
-    static constexpr Names<2> kFlavorNames{{"mpich", "openmpi"}};
-    static constexpr Names<3> kDtypeNames{{"float", "int", "other"}};
-    static constexpr Names<12> kOpNames{
-        {"sum", "prod", "min", "max", "land", "lor", "lxor", "band", "bor", "bxor", "minloc", "maxloc"}};
-    static constexpr Names<4> kPathNames{{"native", "pipelined", "multileader", "sharp"}};
-    static constexpr Names<2> kKernelNames{{"native", "simd"}};
-    static constexpr Names<3> kSharpModeNames{{"auto", "llt", "sat"}};
-    static constexpr Names<2> kSharpLeaderNames{{"node", "socket"}};
-    static_assert(sizeof kOpNames.words / sizeof *kOpNames.words == kernels::kOpCount, "op names follow kernels::Op");
-
     void bad(const toml::node& node, const std::string& what, const std::string& allowed) {
         report_.error(line_, prefix_ + key_ + " = " + render(node) + " " + what + "; allowed: " + allowed);
     }
@@ -248,36 +233,28 @@ private:
         else wrong_type(node, "a string");
     }
 
-    template <std::size_t N>
-    static int find(const Names<N>& names, std::string_view word) {
-        for (std::size_t i = 0; i < N; ++i)
-            if (word == names.words[i]) return static_cast<int>(i);
-        return -1;
-    }
-
-    template <typename Enum, std::size_t N>
-    bool read_choice(const toml::node& node, const Names<N>& names, Enum* out) {
-        const std::string allowed = join(names.words);
+    template <typename Enum>
+    bool read_choice(const toml::node& node, const vocab::Words& names, Enum* out) {
+        const std::string allowed = join(names);
         const auto* s = node.as_string();
         if (s == nullptr) return wrong_type(node, allowed), false;
-        const int index = find(names, s->get());
+        const int index = names.find(s->get());
         if (index < 0) return bad(node, "is not recognized", allowed), false;
         *out = static_cast<Enum>(index);
         return true;
     }
-    template <typename Enum, std::size_t N>
-    void read_choice(const toml::node& node, const Names<N>& names, Enum* out, uint32_t bit, RuleSpec* rule) {
+    template <typename Enum>
+    void read_choice(const toml::node& node, const vocab::Words& names, Enum* out, uint32_t bit, RuleSpec* rule) {
         if (read_choice(node, names, out)) rule->set |= bit;
     }
 
     // A name or a list of names; bit i of *mask for names.words[i].
-    template <std::size_t N>
-    void read_set(const toml::node& node, const char* what, const Names<N>& names, uint32_t* mask) {
-        const std::string allowed = join(names.words) + ", or a list of them";
+    void read_set(const toml::node& node, const char* what, const vocab::Words& names, uint32_t* mask) {
+        const std::string allowed = join(names) + ", or a list of them";
         uint32_t bits = 0;
         auto add = [&](const toml::node& element) {
             const auto* s = element.as_string();
-            const int index = s ? find(names, s->get()) : -1;
+            const int index = s ? names.find(s->get()) : -1;
             if (index < 0) return false;
             bits |= 1u << index;
             return true;
@@ -376,7 +353,7 @@ private:
         const Interval written = bytes;
         if (bytes.lo != 0 && !is_power_of_two(bytes.lo)) bytes.lo = floor_power_of_two(bytes.lo);
         if (bytes.hi != kUnbounded && !is_power_of_two(bytes.hi)) bytes.hi = floor_power_of_two(bytes.hi);
-        Interval b{size_bucket(bytes.lo), bytes.hi == kUnbounded ? kUnbounded : size_bucket(bytes.hi)};
+        Interval b{bucket_of(bytes.lo), bytes.hi == kUnbounded ? kUnbounded : bucket_of(bytes.hi)};
         if (!(bytes == written)) {
             if (bytes.empty())
                 return bad(node, "is empty once its bounds are rounded down to powers of two", allowed);

@@ -94,7 +94,7 @@ int run_explain(const ExplainArgs& args) {
     parse_dtype_class(args.dtype, &facts.dclass);
     parse_op(args.op, &facts.op);
 
-    const uint32_t bucket = size_bucket(facts.bytes);
+    const uint32_t bucket = bucket_of(facts.bytes);
     std::cout << "call:      " << format_size(bytes) << " bytes (size bucket " << bucket << ": "
               << (bucket == 0 ? std::string("0 bytes") : format_bytes_range(Interval{bucket, bucket + 1u}))
               << "), ppn " << facts.ppn << ", nodes " << facts.nodes << ", comm_size " << facts.comm_size

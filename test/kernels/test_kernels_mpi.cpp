@@ -1,5 +1,5 @@
-// The kernels against this MPI's own MPI_Reduce_local, the datatype/op mapping (shim/mpi_types.cpp) and the
-// registered SIMD ops (shim/simd_ops.cpp). Built once per MPI flavor; runs as an MPI singleton (no mpirun).
+// The kernels against this MPI's own MPI_Reduce_local, the datatype/op mapping (shim/core/mpi_types.cpp) and the
+// registered SIMD ops (shim/core/simd_ops.cpp). Built once per MPI flavor; runs as an MPI singleton (no mpirun).
 //
 // A disagreement with the library fails the test, except the library bugs listed in docs/library-bugs.md, which
 // are recognized element by element (the library's value must be exactly what the bug produces) and reported by
@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "kernels/kernels.h"
-#include "shim/mpi_types.h"
-#include "shim/simd_ops.h"
+#include "shim/core/mpi_types.h"
+#include "shim/core/simd_ops.h"
 #include "test/kernels/reference.h"
 
 using namespace arshim;
@@ -29,7 +29,7 @@ constexpr bool kMpich = true;
 constexpr bool kMpich = false;
 #endif
 
-// ---- what the standard says, written independently of shim/mpi_types.cpp ------------------------------------
+// ---- what the standard says, written independently of shim/core/mpi_types.cpp ------------------------------------
 enum class Cat { c_int, f_int, multi, real, complex, logical, byte, pair, none };
 
 bool legal(Cat c, Op op) {
@@ -258,7 +258,7 @@ TEST_CASE("every predefined datatype maps to its kernel type and size", "[kernel
         CHECK(static_cast<MPI_Aint>(info.size) == extent);
         CHECK(std::string(datatype_name(e.handle)).rfind("MPI_", 0) == 0);
         const bool floating = e.cat == Cat::real || e.cat == Cat::complex;
-        CHECK((info.dclass == policy::DtypeClass::floating) == floating);
+        CHECK((info.dclass == vocab::DtypeClass::floating) == floating);
         for (Op op : kAllOps) {
             INFO(kernels::op_name(op));
             CHECK(kernel_supports(mpi_op(op), e.handle) == legal(e.cat, op));

@@ -113,19 +113,19 @@ sharp_leaders = "socket"
 
 }  // namespace
 
-TEST_CASE("size_bucket matches the shim's stats buckets", "[policy]") {
-    CHECK(size_bucket(0) == 0);
-    CHECK(size_bucket(1) == 1);
-    CHECK(size_bucket(2) == 2);
-    CHECK(size_bucket(3) == 2);
-    CHECK(size_bucket(4) == 3);
-    CHECK(size_bucket(65535) == 16);
-    CHECK(size_bucket(65536) == 17);
-    CHECK(size_bucket(uint64_t{1} << 63) == 64);
-    CHECK(size_bucket(~uint64_t{0}) == 64);
+TEST_CASE("bucket_of: the one size-bucket formula of policy, shim and statistics (kernels/vocabulary.h)", "[policy]") {
+    CHECK(bucket_of(0) == 0);
+    CHECK(bucket_of(1) == 1);
+    CHECK(bucket_of(2) == 2);
+    CHECK(bucket_of(3) == 2);
+    CHECK(bucket_of(4) == 3);
+    CHECK(bucket_of(65535) == 16);
+    CHECK(bucket_of(65536) == 17);
+    CHECK(bucket_of(uint64_t{1} << 63) == 64);
+    CHECK(bucket_of(~uint64_t{0}) == 64);
     for (uint32_t b = 1; b < kBucketCount; ++b) {
-        CHECK(size_bucket(bucket_floor(b)) == b);
-        CHECK(size_bucket(bucket_floor(b) - 1) == b - 1);
+        CHECK(bucket_of(bucket_floor(b)) == b);
+        CHECK(bucket_of(bucket_floor(b) - 1) == b - 1);
     }
 }
 
@@ -430,7 +430,7 @@ TEST_CASE("decisions are constant within a size bucket", "[policy][buckets]") {
         for (int r = 0; r < rules; ++r) {
             uint64_t a = rng() % (uint64_t{1} << (rng() % 34)), b = rng() % (uint64_t{1} << (rng() % 34));
             if (a > b) std::swap(a, b);
-            if (size_bucket(a) == size_bucket(b)) b = a == 0 ? 1 : a * 4;
+            if (bucket_of(a) == bucket_of(b)) b = a == 0 ? 1 : a * 4;
             text += "[[rule]]\nbytes = \"" + std::to_string(a) + ".." + std::to_string(b) + "\"\n";
             text += std::string("path = \"") + path_name(static_cast<Path>(rng() % 4)) + "\"\n";
             text += "window = " + std::to_string(1 + r) + "\n";
@@ -485,7 +485,7 @@ TEST_CASE("names", "[policy]") {
     kernels::Op op = kernels::Op::sum;
     CHECK(parse_op("maxloc", &op));
     CHECK(op == kernels::Op::maxloc);
-    CHECK(std::string(op_keyword(kernels::Op::lxor)) == "lxor");
+    CHECK(std::string(vocab::op_name(kernels::Op::lxor)) == "lxor");
     DtypeClass dclass = DtypeClass::other;
     CHECK(parse_dtype_class("int", &dclass));
     CHECK(dclass == DtypeClass::integer);

@@ -1,6 +1,6 @@
 // TEST CODE ONLY. A software stand-in for NVIDIA's libsharp_coll.so, built as build/test/sharp/libsharp_coll.so and
 // loaded by ARShim through ARSHIM_SHARP_LIB=<full path>. It implements the declarations ARShim uses
-// (shim/sharp_declarations.h) without any network hardware and without MPI: every reduction is computed through
+// (shim/sharp/declarations.h) without any network hardware and without MPI: every reduction is computed through
 // the out-of-band collectives the caller passed to sharp_coll_init (gather every member's vector to member 0,
 // reduce there in member order, broadcast the result), exactly as the real library only ever talks to its peers
 // through its own transport.
@@ -36,7 +36,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "shim/sharp_declarations.h"
+#include "shim/sharp/declarations.h"
 #include "test/sharp/fake_sharp_reduce.h"
 
 #define FAKE_EXPORT extern "C" __attribute__((visibility("default")))

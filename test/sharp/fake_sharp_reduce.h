@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "shim/sharp_declarations.h"
+#include "shim/sharp/declarations.h"
 
 namespace fake_sharp {
 

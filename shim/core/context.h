@@ -1,0 +1,139 @@
+// Per-communicator context: what ARShim knows about a communicator's layout (nodes, ppn, leaders), the settings
+// its ranks agreed on, a decision cache, and one slot per path for the state that path creates lazily (it knows
+// nothing of what is in them). Cached on the communicator with an attribute keyval, built on the first allreduce on that
+// communicator (a collective call, so building it collectively is safe), freed by the keyval's delete callback.
+#pragma once
+
+#include <mpi.h>
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "policy/config.h"
+#include "policy/policy.h"
+#include "shim/core/mpi_types.h"
+#include "shim/core/mpi_util.h"
+#include "shim/core/fixed_table.h"
+
+namespace arshim {
+
+// A path's per-communicator state. Its destructor frees what it holds, collectively where needed: it runs at the
+// same point on every rank of the communicator (the communicator's free, or finalize).
+struct PathState {
+    virtual ~PathState() = default;
+};
+// The slots, one per owner: the node shared-memory window (shared by multileader and sharp), then each path.
+enum class PathSlot : uint8_t { node_shm, pipelined, multileader, sharp, count };
+
+class CommContext {
+public:
+    // The context of `comm`, built on first use. Collective over `comm` the first time (all ranks of `comm` are in
+    // the same MPI_Allreduce call then). Returns nullptr only for a handle the library rejects.
+    static CommContext* get(MPI_Comm comm);
+    // Once, at init (shim/core/runtime.cpp), before the first get().
+    static void create_keyval();
+
+    // Bumped whenever a context is freed (a freed communicator's handle may come back for a new one): caches keyed by
+    // communicator handle are valid only while it is unchanged.
+    static uint64_t generation() { return g_generation.load(std::memory_order_acquire); }
+    static inline std::atomic<uint64_t> g_generation{1};  // inline: the hot path reads it without a call
+
+    // Releases the MPI resources of every live context, in creation order (which is the same relative order on all
+    // ranks, since contexts are created inside collective calls). Called once at finalize.
+    static void release_all();
+
+    // --- layout, identical on every rank of the communicator ---
+    MPI_Comm comm = MPI_COMM_NULL;  // the user's communicator (not owned)
+    bool inter = false;             // intercommunicator: always native
+    int rank = 0;
+    int size = 1;
+    MPI_Comm node_comm = MPI_COMM_NULL;  // ranks of this communicator on my node (owned)
+    int node_rank = 0;
+    int node_size = 1;
+    int node_index = 0;   // my node's index, 0..node_count-1, in order of each node's lowest rank
+    int node_count = 1;
+    int ppn_min = 1;
+    int ppn_max = 1;
+    bool ppn_uniform = true;
+    bool nodes_contiguous = true;    // every node's ranks are consecutive in this communicator
+    std::vector<int> node_of_rank;   // comm rank -> node index
+    std::vector<int> node_sizes;     // node index -> ranks on that node
+
+    // Statistics id: a hash of the communicator's shape (size, members' world ranks relative to its rank 0's),
+    // identical on all of its ranks; congruent communicators share it (shim/stats/counters.h register_comm).
+    uint64_t stats_id = 0;
+
+    // --- settings the ranks of this communicator agreed on ---
+    const Config* config = nullptr;
+    const policy::Policy* policy = nullptr;
+
+    // The classification of a (datatype, op) pair, memoized (no allocation; classified per call once the table is
+    // full). Safe across handle reuse: predefined handles never change meaning, and any other handle classifies as
+    // derived / user-defined.
+    CallClass call_class(MPI_Datatype datatype, MPI_Op op) {
+        const HandlePair key{handle_bits(datatype), handle_bits(op)};
+        bool inserted = false;
+        CallClass* memo = classes_.find_or_insert(key, key.hash(), &inserted);
+        if (__builtin_expect(memo == nullptr, 0)) return classify(datatype, op);
+        if (__builtin_expect(inserted, 0)) *memo = classify(datatype, op);
+        return *memo;
+    }
+
+    // Decision for a call, memoized per (size bucket, datatype, op): O(1), no allocation after the first call for
+    // a key. Pure function of identical inputs, so identical on all ranks.
+    const policy::Decision& decide(uint64_t bytes, uint32_t bucket, MPI_Datatype datatype, MPI_Op op,
+                                   const TypeInfo& type, kernels::Op kop);
+
+    // --- the paths' per-communicator state (created lazily by the path that owns it) ---
+    // A path's slot holds whatever it keeps for this communicator; the context only owns and releases it. Slots
+    // are released in reverse order (sharp first: it may use the node window), at finalize in context creation
+    // order, which is the same on every rank, since some releases are collective (MPI_Win_free).
+    template <typename State>
+    State* slot(PathSlot id) const {
+        return static_cast<State*>(slots_[static_cast<std::size_t>(id)].get());
+    }
+    template <typename State>
+    State& ensure_slot(PathSlot id) {
+        auto& s = slots_[static_cast<std::size_t>(id)];
+        if (!s) s = std::make_unique<State>();
+        return *static_cast<State*>(s.get());
+    }
+
+    ~CommContext();
+    void release_mpi_resources();  // idempotent
+
+private:
+    CommContext() = default;
+    void build(MPI_Comm user_comm);
+    void agree_on_settings();
+
+    struct HandlePair {
+        uintptr_t datatype = 0;
+        uintptr_t op = 0;
+        bool operator==(const HandlePair& o) const { return datatype == o.datatype && op == o.op; }
+        uint64_t hash() const { return datatype * 0x100000001B3ull ^ op; }
+    };
+    FixedTable<HandlePair, CallClass, 16, 4> classes_;
+
+    struct DecisionKey {
+        HandlePair handles;
+        uint32_t bucket = 0;
+        bool operator==(const DecisionKey& o) const { return bucket == o.bucket && handles == o.handles; }
+        uint64_t hash() const { return handles.hash() ^ bucket; }
+    };
+    FixedTable<DecisionKey, policy::Decision, 256, 8> decisions_;
+    policy::Decision uncached_;  // when the table is full (many distinct datatypes): computed per call
+
+    std::unique_ptr<PathState> slots_[static_cast<std::size_t>(PathSlot::count)];
+
+    // Settings adopted from comm rank 0 when this communicator's ranks did not agree (MPI_Init not intercepted
+    // and different environments).
+    std::unique_ptr<Config> own_config_;
+    std::shared_ptr<const policy::Policy> own_policy_;
+    bool released_ = false;
+};
+
+}  // namespace arshim

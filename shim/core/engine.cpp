@@ -1,0 +1,229 @@
+#include "shim/core/engine.h"
+
+#include "shim/core/context.h"
+#include "shim/core/guard.h"
+#include "shim/core/route.h"
+#include "shim/core/runtime.h"
+#include "shim/core/simd_ops.h"
+#include "shim/paths/paths.h"
+#include "shim/sharp/path.h"
+#include "shim/stats/callsites.h"
+
+namespace arshim::engine {
+
+namespace {
+
+struct Routed {
+    int rc = MPI_SUCCESS;
+    policy::Path path = policy::Path::native;
+    uint64_t bytes = 0;
+    uint32_t bucket = 0;
+    // For the statistics row: communicator id, datatype class, op, and why native (kServed: not a fallback).
+    uint64_t comm_id = 0;
+    vocab::DtypeClass dtype = vocab::DtypeClass::other;
+    uint8_t op = vocab::kRowOpOther;
+    vocab::Reason reason = vocab::kServed;
+    stats::SharpRun sharp = stats::SharpRun::none;  // how the SHARP path ran it (LLT, SAT, host and why)
+    bool replayable = false;  // the next such call can be replayed from the thread's memo (route.h)
+    uint32_t element_size = 0;
+};
+
+Routed native_because(const CallArgs& args, vocab::Reason reason, Routed routed) {
+    routed.rc = run_native(args);
+    routed.path = policy::Path::native;
+    routed.reason = reason;
+    return routed;
+}
+
+// This thread's last replayable native call (route::Memo) and its statistics cell. The common case of a small
+// allreduce repeated in a loop then costs a few compares, the library's call and two counter increments: no
+// classification, no decision lookup, no row search.
+struct LastNative {
+    route::Memo memo;
+    stats::Cell* cell = nullptr;
+    vocab::Reason reason = vocab::kServed;
+};
+thread_local LastNative t_last __attribute__((tls_model("initial-exec")));
+
+bool replays(const LastNative& last, const CallArgs& args) {
+    return last.memo.matches(handle_bits(args.comm), handle_bits(args.datatype), handle_bits(args.op),
+                             CommContext::generation(), args.count, args.sendbuf == args.recvbuf);
+}
+
+// Bytes of a call with a derived datatype (only on the fallback route, for the statistics).
+uint64_t derived_bytes(const CallArgs& args) {
+    int size = 0;
+    if (PMPI_Type_size(args.datatype, &size) != MPI_SUCCESS || size < 0) return 0;
+    return static_cast<uint64_t>(args.count) * static_cast<uint64_t>(size);
+}
+
+// Resolves a call the paths may serve, once: kernels of the active ISA, the op handed to the library.
+Call resolve(const CallArgs& args, CommContext& ctx, const CallClass& cls, const Routed& r,
+             const policy::Decision& decision) {
+    const kernels::KernelTable& kernels = kernels::active();
+    const auto op = static_cast<std::size_t>(cls.kop);
+    const auto type = static_cast<std::size_t>(cls.type.type);
+    MPI_Op library_op = args.op;
+    if (decision.kernel == policy::KernelChoice::simd) {
+        const MPI_Op simd = simd_op(cls.kop);
+        if (simd != MPI_OP_NULL) library_op = simd;
+    }
+    return Call{args,       ctx, cls.type, cls.kop, r.bytes, r.bucket, kernels.binary[op][type], kernels.nary[op][type],
+                library_op, decision};
+}
+
+// Classification, in the order docs/architecture.md gives (route::unservable), then the policy's decision, then the path.
+// Every test depends only on values identical on all ranks of the communicator, so all ranks route alike.
+Routed route_call(const CallArgs& args) {
+    Routed r;
+    // Erroneous calls go to the library untouched so that it reports them with the user's error handler: null
+    // handles, a negative count, send and receive buffers aliased without MPI_IN_PLACE (which ARShim's paths would
+    // quietly compute), and (below) a communicator handle the library does not accept.
+    if (args.comm == MPI_COMM_NULL || args.count < 0 || args.datatype == MPI_DATATYPE_NULL ||
+        args.op == MPI_OP_NULL || (args.sendbuf == args.recvbuf && args.count > 0 && args.sendbuf != nullptr)) {
+        r.rc = run_native(args);
+        return r;
+    }
+
+    CommContext* ctx = CommContext::get(args.comm);
+    if (ctx == nullptr) {
+        r.rc = run_native(args);
+        return r;
+    }
+    const CallClass cls = ctx->call_class(args.datatype, args.op);
+    r.bytes = cls.type.predefined ? static_cast<uint64_t>(args.count) * cls.type.size : derived_bytes(args);
+    r.bucket = vocab::bucket_of(r.bytes);
+    r.comm_id = ctx->stats_id;
+    r.dtype = cls.type.predefined ? cls.type.dclass : vocab::DtypeClass::derived;
+    r.op = cls.has_kernel_op ? static_cast<uint8_t>(cls.kop) : cls.user_op ? vocab::kRowOpUser : vocab::kRowOpOther;
+    r.element_size = cls.type.size;
+
+    route::Traits traits;
+    traits.intercommunicator = ctx->inter;
+    traits.comm_size = ctx->size;
+    traits.count = static_cast<int64_t>(args.count);
+    traits.predefined_type = cls.type.predefined;
+    traits.user_op = cls.user_op;
+    traits.supported = cls.supported;
+    if (cls.user_op && !ctx->inter && ctx->size > 1 && args.count != 0 && cls.type.predefined) {
+        int commute = 0;
+        PMPI_Op_commutative(args.op, &commute);
+        traits.commutative = commute != 0;
+    }
+    r.replayable = route::replayable(traits);
+    const vocab::Reason unservable = route::unservable(traits);
+    if (unservable != vocab::kServed) return native_because(args, unservable, r);
+
+    const policy::Decision& decision = ctx->decide(r.bytes, r.bucket, args.datatype, args.op, cls.type, cls.kop);
+    if (decision.path == policy::Path::native) return native_because(args, vocab::Reason::policy, r);
+    const Call call = resolve(args, *ctx, cls, r, decision);
+    PathOutcome outcome;
+    switch (decision.path) {
+    case policy::Path::pipelined: outcome = run_pipelined(call); break;
+    case policy::Path::multileader: outcome = run_multileader(call); break;
+    case policy::Path::sharp: outcome = run_sharp(call); break;
+    case policy::Path::native:
+    case policy::Path::count: return native_because(args, vocab::Reason::policy, r);
+    }
+    if (!outcome.served) {
+        r.replayable = false;  // a path's state may change (SHARP disabled after an error): classify every call
+        return native_because(args, outcome.reason, r);
+    }
+    r.rc = outcome.rc;
+    r.path = decision.path;
+    r.sharp = outcome.sharp;
+    return r;
+}
+
+void remember(LastNative& last, const CallArgs& args, const Routed& routed, stats::Cell* cell) {
+    last.memo = {handle_bits(args.comm), handle_bits(args.datatype), handle_bits(args.op), CommContext::generation(),
+                 routed.element_size, routed.bucket};
+    last.cell = cell;
+    last.reason = routed.reason;
+}
+
+// Everything but the fast path of allreduce() below: re-entry, disabled, classification, paths, statistics.
+[[gnu::noinline]] int allreduce_classified(const CallArgs& args) {
+    if (ReentryGuard::active()) {
+        ++stats::local().reentrant;
+        return run_native(args);
+    }
+    const Runtime& rt = runtime();  // initializes everything once (shim/core/runtime.cpp)
+    if (rt.disabled) return run_native(args);
+
+    ReentryGuard guard;
+    // Statistics: per-path and per-reason counts always (the query API); the clock pair (TSC) only when a log or
+    // summary will report times, and the call site only when a log will list it; nothing when paused.
+    const uint8_t flags = stats::g_flags.load(std::memory_order_relaxed);
+    LastNative& last = t_last;
+    if (!(flags & stats::kCollect)) {
+        ++stats::local().paused;
+        if (replays(last, args)) return run_native(args);
+        const Routed routed = route_call(args);
+        // Remembered without a cell: a paused call counts nothing, and the next counted call classifies again.
+        if (routed.path == policy::Path::native && routed.replayable) remember(last, args, routed, nullptr);
+        return routed.rc;
+    }
+    const bool timed = flags & stats::kTimed;
+    // The timed replay (an untimed one took the fast path in allreduce()): same communicator, predefined datatype
+    // and op, and size bucket as this thread's last native call, so same route and row, no classification.
+    if (timed && last.cell != nullptr && replays(last, args)) {
+        const uint64_t replay_start = stats::ticks();
+        const int rc = run_native(args);
+        const auto elapsed = static_cast<double>(stats::ticks() - replay_start);
+        const uint64_t bytes = static_cast<uint64_t>(args.count) * last.memo.element_size;
+        last.cell->add(bytes, elapsed);
+        stats::ThreadCounters& counters = stats::local();
+        if (flags & stats::kCallsites) callsites::record(counters, args.caller, bytes, elapsed);
+        if (last.reason != vocab::kServed) ++counters.reasons[static_cast<std::size_t>(last.reason)];
+        return rc;
+    }
+    const uint64_t start = timed ? stats::ticks() : 0;
+    const Routed routed = route_call(args);
+    const auto elapsed = timed ? static_cast<double>(stats::ticks() - start) : 0.0;  // ticks, seconds at finalize
+    stats::ThreadCounters& counters = stats::local();
+    stats::Cell* cell = stats::record(counters, {routed.comm_id, routed.bytes, elapsed,
+                                                 {routed.path, routed.bucket, routed.dtype, routed.op, routed.reason,
+                                                  routed.sharp}});
+    if (flags & stats::kCallsites) callsites::record(counters, args.caller, routed.bytes, elapsed);
+    if (routed.path == policy::Path::native && routed.replayable && cell != nullptr)
+        remember(last, args, routed, cell);
+    return routed.rc;
+}
+
+}  // namespace
+
+int allreduce(const CallArgs& args) {
+    // Fast path, kept small so that a native-routed call pays only for it: counters only (no log, summary or
+    // pause; call sites imply timing), not re-entrant, and the same communicator, datatype, op and size bucket as
+    // this thread's last counted native call. `last.cell` is set only after the runtime was ready and not disabled.
+    LastNative& last = t_last;
+    if (stats::g_flags.load(std::memory_order_relaxed) == stats::kCollect && !ReentryGuard::active() &&
+        last.cell != nullptr && replays(last, args)) {
+        int rc;
+        {
+            ReentryGuard guard;
+            rc = run_native(args);
+        }
+        ++last.cell->calls;
+        last.cell->bytes += static_cast<uint64_t>(args.count) * last.memo.element_size;
+        if (last.reason != vocab::kServed) ++stats::local().reasons[static_cast<std::size_t>(last.reason)];
+        return rc;
+    }
+    return allreduce_classified(args);
+}
+
+}  // namespace arshim::engine
+
+namespace arshim {
+
+int run_native(const CallArgs& args) {
+#if MPI_VERSION >= 4
+    if (args.large_count)
+        return PMPI_Allreduce_c(args.sendbuf, args.recvbuf, args.count, args.datatype, args.op, args.comm);
+#endif
+    return PMPI_Allreduce(args.sendbuf, args.recvbuf, static_cast<int>(args.count), args.datatype, args.op,
+                          args.comm);
+}
+
+}  // namespace arshim

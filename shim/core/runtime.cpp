@@ -1,0 +1,223 @@
+#include "shim/core/runtime.h"
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "arshim_config.h"
+#include "kernels/kernels.h"
+#include "policy/policy.h"
+#include "shim/core/context.h"
+#include "shim/core/guard.h"
+#include "shim/core/log.h"
+#include "shim/core/mpi_types.h"
+#include "shim/core/mpi_util.h"
+#include "shim/sharp/lib.h"
+#include "shim/core/simd_ops.h"
+#include "shim/stats/callsites.h"
+#include "shim/stats/counters.h"
+#include "shim/stats/report.h"
+
+extern char** environ;
+
+namespace arshim {
+
+namespace {
+
+std::once_flag g_once;
+std::atomic<Runtime*> g_runtime{nullptr};
+
+log::Level level_from(const Config& config) {
+    return static_cast<log::Level>(config.number(OptionId::log));  // choice order matches log::Level
+}
+
+// "MPICH Version:\t4.0.2\n..." -> "MPICH 4.0.2"; "Open MPI v4.1.4, package: ..." -> "Open MPI v4.1.4".
+std::string short_library_version(const char* text) {
+    std::string line(text);
+    line = line.substr(0, line.find_first_of(",\n"));
+    const std::string label = "Version:";
+    if (std::size_t at = line.find(label); at != std::string::npos) line.erase(at, label.size());
+    std::string out;
+    for (char c : line) {
+        const bool space = c == ' ' || c == '\t' || c == '\r';
+        if (space && (out.empty() || out.back() == ' ')) continue;
+        out += space ? ' ' : c;
+    }
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    return out;
+}
+
+// Reads the policy file named by ARSHIM_POLICY. Returns false with a one-line problem when it cannot.
+bool read_policy_file(const std::string& path, std::string* text, std::string* problem) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        *problem = "ARSHIM_POLICY=" + path + ": cannot open (" + std::strerror(errno) +
+                   "); using the built-in policy";
+        return false;
+    }
+    std::ostringstream buffer;
+    buffer << in.rdbuf();
+    *text = buffer.str();
+    return true;
+}
+
+// Called from MPI_Finalize through the delete callback of an attribute on MPI_COMM_SELF: MPI deletes
+// MPI_COMM_SELF's attributes first thing in MPI_Finalize, while every MPI function still works, and this also fires
+// for a Fortran MPI_FINALIZE that calls PMPI_Finalize directly (Open MPI).
+int finalize_callback(MPI_Comm, int, void*, void*) {
+    ReentryGuard guard;
+    stats::finalize_report();
+    CommContext::release_all();
+    free_simd_ops();
+    return MPI_SUCCESS;
+}
+
+void install_finalize_hook() {
+    int keyval = MPI_KEYVAL_INVALID;
+    if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, finalize_callback, &keyval, nullptr) != MPI_SUCCESS) return;
+    PMPI_Comm_set_attr(MPI_COMM_SELF, keyval, nullptr);
+}
+
+// Statistics switches and tools, once, before the first call: time calls only when a log or summary reports
+// times, capture call sites only when a log lists them (docs/stats.md "Overhead").
+void start_statistics(const Runtime& rt) {
+    stats::start_clock();
+    callsites::warm_up(rt.config.number(OptionId::stats_depth));
+    const bool file = !rt.config.text(OptionId::stats).empty();
+    stats::set_timed(file || stats::summary_wanted(rt));
+    stats::set_callsites(file && rt.config.flag(OptionId::stats_callsites));
+}
+
+// Everything ARShim sets up, in one place and once (runtime() / after_mpi_init() below): settings, logging,
+// kernels, MPI handle tables, SIMD ops, the context keyval, statistics, the SHARP library, the finalize hook.
+void initialize(bool collective) {
+    ReentryGuard guard;
+    auto* rt = new Runtime;  // lives until process exit: attribute callbacks may run during MPI_Finalize
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rt->world_rank);
+    PMPI_Comm_size(MPI_COMM_WORLD, &rt->world_size);
+    rt->config_agreed = collective;
+
+    // Settings: world rank 0's environment, broadcast, so ranks started with different environments still agree.
+    EnvPairs pairs = Config::pairs_from_environ(environ);
+    if (collective) {
+        std::string blob = rt->world_rank == 0 ? Config::serialize(pairs) : std::string();
+        bcast_string(blob, 0, MPI_COMM_WORLD);
+        pairs = Config::deserialize(blob);
+    }
+    std::vector<std::string> problems;
+    rt->config = Config::from_pairs(pairs, &problems);
+    log::configure(level_from(rt->config), rt->world_rank);
+    rt->disabled = rt->config.flag(OptionId::disable);
+
+    char version[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+    int length = 0;
+    PMPI_Get_library_version(version, &length);
+    rt->mpi_version = short_library_version(version);
+
+    if (!rt->disabled) {
+        std::string isa_warning;
+        kernels::select_isa(rt->config.text(OptionId::kernel), &isa_warning);
+        if (!isa_warning.empty()) problems.push_back("ARSHIM_KERNEL: " + isa_warning);
+        build_type_map();
+        create_simd_ops();
+        CommContext::create_keyval();
+        start_statistics(*rt);
+
+        // Policy: rank 0 reads the file and broadcasts its text; every rank parses the identical text.
+        const std::string& policy_path = rt->config.text(OptionId::policy);
+        rt->policy_name = policy_path;
+        int have_file = 0;
+        if (!policy_path.empty() && (!collective || rt->world_rank == 0)) {
+            std::string problem;
+            if (read_policy_file(policy_path, &rt->policy_text, &problem))
+                have_file = 1;
+            else
+                problems.push_back(problem);
+        }
+        if (collective) {
+            PMPI_Bcast(&have_file, 1, MPI_INT, 0, MPI_COMM_WORLD);
+            if (have_file) bcast_string(rt->policy_text, 0, MPI_COMM_WORLD);
+        }
+        rt->have_policy_file = have_file != 0;
+        policy::LoadResult loaded = policy::load_policy(rt->config, rt->have_policy_file ? &rt->policy_text : nullptr,
+                                                        policy_path, mpi_flavor());
+        rt->policy = loaded.policy;
+        problems.insert(problems.end(), loaded.problems.begin(), loaded.problems.end());
+    }
+
+    for (const std::string& problem : problems) report_config_problem(*rt, problem);
+    if (rt->config.flag(OptionId::strict)) abort_if_any_problem(!problems.empty(), collective);
+    // The SHARP library is loaded now, not on the first sharp-routed call, so that a missing library under
+    // ARSHIM_SHARP=on is reported once at start (shim/sharp/lib.h); off never loads it.
+    if (!rt->disabled) sharp::load_at_init(rt->config, rt->world_rank);
+
+    if (!rt->disabled) install_finalize_hook();
+    rt->init_time = PMPI_Wtime();
+
+    if (rt->world_rank == 0 && log::enabled(log::Level::info)) {
+        std::string settings = rt->config.describe_set();
+        log::info("ARShim {} on {} ({}), {} ranks, kernel {}, policy {}{}{}; settings: {}", ARSHIM_VERSION,
+                  rt->mpi_version, mpi_flavor(), rt->world_size, kernels::isa_name(kernels::active().isa),
+                  rt->policy ? rt->policy->source() : std::string("none"), rt->disabled ? ", DISABLED" : "",
+                  collective ? "" : " (settings read locally: MPI_Init was not intercepted)",
+                  settings.empty() ? "defaults" : settings);
+    }
+    g_runtime.store(rt, std::memory_order_release);
+}
+
+}  // namespace
+
+const char* mpi_flavor() {
+#if defined(ARSHIM_FLAVOR_OPENMPI)
+    return "openmpi";
+#else
+    return "mpich";
+#endif
+}
+
+const Runtime& runtime() {
+    Runtime* rt = g_runtime.load(std::memory_order_acquire);
+    if (rt != nullptr) return *rt;
+    std::call_once(g_once, [] { initialize(false); });
+    return *g_runtime.load(std::memory_order_acquire);
+}
+
+void after_mpi_init() {
+    std::call_once(g_once, [] { initialize(true); });
+}
+
+void report_config_problem(const Runtime& rt, const std::string& message) {
+    bool strict = rt.config.flag(OptionId::strict);
+    // Settings are identical on all ranks, so rank 0 speaks for everyone; when they were read locally every rank
+    // may have its own problem, and each says so once.
+    if (rt.world_rank == 0 || !rt.config_agreed) {
+        if (strict)
+            log::error("{} (ARSHIM_STRICT=1: aborting)", message);
+        else
+            log::warn("{}", message);
+    }
+}
+
+void abort_if_any_problem(bool have_problem, bool collective) {
+    int any = have_problem ? 1 : 0;
+    if (collective) {
+        // Ranks can differ (only rank 0 reads the policy file; nodes can differ in ISA), so agree first. The
+        // barrier makes sure every line is written before the first abort: Hydra kills the other ranks the moment
+        // one aborts, and a rank killed before it logged left CI with an empty output.
+        PMPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        if (any) {
+            PMPI_Barrier(MPI_COMM_WORLD);
+            // Hydra drops the output it has not forwarded yet when a rank aborts (seen in CI: an empty output
+            // even with the barrier); give the launcher time to forward the line. This is the path to an abort.
+            std::this_thread::sleep_for(std::chrono::milliseconds(500));
+        }
+    }
+    if (any) PMPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+}  // namespace arshim

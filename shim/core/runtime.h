@@ -1,0 +1,49 @@
+// Process-wide state of the shim: configuration (agreed across ranks), policy, kernel level, MPI flavor, and
+// the init / finalize sequence. Everything here is written once during init and read-only afterwards.
+#pragma once
+
+#include <mpi.h>
+
+#include <memory>
+#include <string>
+
+#include "policy/config.h"
+#include "policy/policy.h"
+
+namespace arshim {
+
+struct Runtime {
+    Config config;
+    std::shared_ptr<const policy::Policy> policy;
+    int world_rank = -1;
+    int world_size = 0;
+    bool disabled = false;
+    bool config_agreed = false;  // config came from world rank 0 (MPI_Init was intercepted)
+    double init_time = 0;        // MPI_Wtime at init, for the share of wall time spent in allreduce
+    std::string mpi_version;     // MPI_Get_library_version, first line
+    std::string policy_name;     // ARSHIM_POLICY as given ("" = built-in)
+    std::string policy_text;     // the file's text as read by world rank 0 (what every rank parsed)
+    bool have_policy_file = false;
+};
+
+// The MPI flavor this library was built for: "mpich" or "openmpi".
+const char* mpi_flavor();
+
+// Returns the runtime, initializing it first if needed (thread-safe, runs once).
+// Normally init runs right after PMPI_Init/PMPI_Init_thread returns (after_mpi_init); when the program initialized
+// MPI through a route ARShim does not intercept, the first allreduce initializes locally from this rank's own
+// environment (no collective: it may be a sub-communicator call); the per-communicator agreement check then makes
+// sure the ranks of each communicator still decide alike.
+const Runtime& runtime();
+
+// Called by the MPI_Init / MPI_Init_thread entry points (C and Fortran) after the PMPI call succeeded.
+// Collective over MPI_COMM_WORLD: world rank 0's ARSHIM_* settings and policy file are broadcast.
+void after_mpi_init();
+
+// Logs a configuration problem once per job (rank 0 speaks when the settings were agreed), as an error under
+// ARSHIM_STRICT=1 and a warning otherwise.
+void report_config_problem(const Runtime& rt, const std::string& message);
+// ARSHIM_STRICT=1: once every problem is logged, abort the job if any rank had one (collective when MPI is up).
+void abort_if_any_problem(bool have_problem, bool collective);
+
+}  // namespace arshim

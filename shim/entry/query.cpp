@@ -1,0 +1,54 @@
+// ARShim's query API, for tests and tools (found with dlsym; programs need not use it). Exported like the MPI entry
+// points; each only reads or sets the statistics of this process.
+#include <cstring>
+
+#include "arshim_config.h"
+#include "shim/entry/export.h"
+#include "shim/sharp/counters.h"
+#include "shim/stats/counters.h"
+
+ARSHIM_EXPORT const char* arshim_version(void) { return ARSHIM_VERSION; }
+
+// Calls this process sent to `path` ("native", "pipelined", "multileader", "sharp"), or -1 for an unknown name.
+ARSHIM_EXPORT long long arshim_path_calls(const char* path) {
+    const arshim::stats::PathTotals totals = arshim::stats::path_totals();
+    for (std::size_t p = 0; p < arshim::stats::kPathCount; ++p)
+        if (std::strcmp(path, arshim::vocab::kPathNames[p]) == 0)
+            return static_cast<long long>(totals.calls[p]);
+    return -1;
+}
+
+// Native calls this process counted for `reason` (see shim/stats/counters.h), or -1 for an unknown name.
+ARSHIM_EXPORT long long arshim_reason_calls(const char* reason) {
+    const arshim::stats::PathTotals totals = arshim::stats::path_totals();
+    for (std::size_t r = 0; r < arshim::stats::kReasonCount; ++r)
+        if (std::strcmp(reason, arshim::vocab::kReasonNames[r]) == 0)
+            return static_cast<long long>(totals.reasons[r]);
+    return -1;
+}
+
+// Turns call timing on or off at run time (off also stops call-site recording); returns the previous state. Set at
+// start from ARSHIM_STATS / ARSHIM_STATS_SUMMARY: on when a log or a summary will report times.
+ARSHIM_EXPORT int arshim_stats_set_timed(int on) {
+    const bool was = arshim::stats::g_flags.load(std::memory_order_relaxed) & arshim::stats::kTimed;
+    arshim::stats::set_timed(on != 0);
+    return was ? 1 : 0;
+}
+
+// Turns call-site recording on or off at run time (benchmarks compare both in one run); returns the previous
+// state. ARSHIM_STATS_CALLSITES sets the initial state.
+ARSHIM_EXPORT int arshim_stats_set_callsites(int on) {
+    const bool was = arshim::stats::g_flags.load(std::memory_order_relaxed) & arshim::stats::kCallsites;
+    arshim::stats::set_callsites(on != 0);
+    return was ? 1 : 0;
+}
+
+// SHARP path counters of this process: "llt", "sat", "host" (calls, by how they completed), the host_* reasons,
+// "unavailable", and the group / registration events of shim/sharp/counters.h. -1 for an unknown kind.
+ARSHIM_EXPORT long long arshim_sharp_calls(const char* kind) {
+    if (kind == nullptr) return -1;
+    for (std::size_t c = 0; c < static_cast<std::size_t>(arshim::sharp::Counter::count); ++c)
+        if (std::strcmp(kind, arshim::sharp::kCounterNames[c]) == 0)
+            return static_cast<long long>(arshim::sharp::read(static_cast<arshim::sharp::Counter>(c)));
+    return -1;
+}

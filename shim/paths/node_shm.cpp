@@ -1,0 +1,155 @@
+#include "shim/paths/node_shm.h"
+
+#include <algorithm>
+#include <new>
+#include <string>
+
+#include "shim/core/log.h"
+
+namespace arshim {
+
+namespace {
+
+// One node: chunks small enough that a chunk's slots and result stay in the shared cache.
+constexpr std::size_t kSingleNodeChunk = 128 * 1024;
+// Several nodes: large enough that each leader's inter-node step (chunk / l bytes) is not latency-bound.
+constexpr std::size_t kMultiNodeChunk = 1 << 20;
+
+}  // namespace
+
+ShmState* create_shm_state(CommContext& ctx, const ShmDomain& domain, std::size_t wanted_chunk) {
+    auto* state = new ShmState;
+    state->ppn = domain.size;
+    state->domain = domain;
+
+    // The "node" must really share memory (ARSHIM_VIRTUAL_PPN can group ranks that do not).
+    int ok = 1;
+    MPI_Comm shared = MPI_COMM_NULL;
+    PMPI_Comm_split_type(domain.comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared);
+    int shared_size = 0;
+    PMPI_Comm_size(shared, &shared_size);
+    PMPI_Comm_free(&shared);
+    if (shared_size != domain.size) ok = 0;
+
+    // The chunk size decides how many inter-node steps each leader makes, so it must be the same on every node: it
+    // is derived from values identical on all ranks (largest ppn, node count, settings, the call's size).
+    state->preferred_chunk = domain.count > 1 ? kMultiNodeChunk : kSingleNodeChunk;
+    const std::size_t largest_sets = static_cast<std::size_t>(kShmBuffers) * (domain.size_max + 1);
+    const std::size_t largest_control = 3 * static_cast<std::size_t>(domain.size_max) * kCacheLine;
+    const std::size_t shm_max = static_cast<std::size_t>(ctx.config->number(OptionId::shm_max));
+    state->max_chunk = shm_max > largest_control ? (shm_max - largest_control) / largest_sets : 0;
+    state->max_chunk &= ~(kCacheLine - 1);
+    std::size_t chunk = std::min({std::max(wanted_chunk, kMinChunk), state->preferred_chunk, state->max_chunk});
+    chunk &= ~(kCacheLine - 1);
+    if (chunk < 4 * kCacheLine) ok = 0;
+    state->chunk_bytes = chunk;
+    const std::size_t sets = static_cast<std::size_t>(kShmBuffers) * (state->ppn + 1);
+    const std::size_t control = 3 * static_cast<std::size_t>(state->ppn) * kCacheLine;
+
+    if (ok) {
+        // Errors creating the window must come back to us (and be agreed on), not abort the job.
+        PMPI_Comm_set_errhandler(domain.comm, MPI_ERRORS_RETURN);
+        const MPI_Aint bytes = domain.rank == 0 ? static_cast<MPI_Aint>(control + sets * chunk) : 0;
+        void* mine = nullptr;
+        int rc = PMPI_Win_allocate_shared(bytes, 1, MPI_INFO_NULL, domain.comm, &mine, &state->window);
+        if (rc == MPI_SUCCESS) {
+            MPI_Aint size = 0;
+            int disp = 0;
+            rc = PMPI_Win_shared_query(state->window, 0, &size, &disp, &state->base);
+        }
+        if (rc != MPI_SUCCESS) ok = 0;
+    }
+    int all_ok = 0;  // everyone agrees on the outcome before anyone uses the window
+    PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, ctx.comm);
+    if (!all_ok) {
+        if (state->window != MPI_WIN_NULL) PMPI_Win_free(&state->window);
+        if (ctx.rank == 0 && log::first_time(std::string(domain.name) + "-shm"))
+            log::warn("{} shared-memory window unavailable (ARSHIM_SHM_MAX={}, a {}'s ranks must share "
+                      "memory): multileader and sharp calls run native",
+                      domain.name, ctx.config->text(OptionId::shm_max), domain.name);
+        return state;
+    }
+    state->arrived = reinterpret_cast<ShmCounter*>(state->base);
+    state->reduced = state->arrived + state->ppn;
+    state->copied = state->reduced + state->ppn;
+    state->buffers = state->base + control;
+    if (domain.rank == 0)
+        for (int r = 0; r < 3 * state->ppn; ++r) new (&state->arrived[r]) ShmCounter{{0}};
+    PMPI_Barrier(domain.comm);  // counters initialized before anyone reads them
+    state->usable = true;
+    return state;
+}
+
+void free_shm_state(ShmState* state) {
+    if (state == nullptr) return;
+    if (state->window != MPI_WIN_NULL) PMPI_Win_free(&state->window);
+    delete state;
+}
+
+NodeShm::NodeShm() {
+    for (MPI_Comm& c : leader_comm) c = MPI_COMM_NULL;
+}
+
+NodeShm::~NodeShm() {
+    free_shm_state(state);
+    for (MPI_Comm& comm : leader_comm)
+        if (comm != MPI_COMM_NULL && comm != MPI_COMM_SELF) PMPI_Comm_free(&comm);
+}
+
+namespace {
+
+// Replaces the node window by one with room for `chunk`. Collective over the communicator: every rank is in the
+// same call (the decision to grow depends on identical values only), and create_shm_state()'s agreement means every
+// rank has left the previous call, so nobody still reads the old window when it is freed. When the larger window
+// cannot be had, the old one stays (agreed) and is not grown again.
+void grow_node_shm(CommContext& ctx, NodeShm& node, std::size_t chunk) {
+    ShmState* old = node.state;
+    ShmState* grown = create_shm_state(ctx, old->domain, chunk);
+    if (!grown->usable) {
+        free_shm_state(grown);
+        old->grow_failed = chunk;
+        return;
+    }
+    if (ctx.rank == 0)
+        log::debug("node window of a {}-rank communicator grown from {} to {} byte chunks", ctx.size, old->chunk_bytes,
+                   grown->chunk_bytes);
+    free_shm_state(old);
+    node.state = grown;
+}
+
+}  // namespace
+
+ShmState* node_shm(CommContext& ctx, uint64_t bytes, vocab::Reason* reason) {
+    // Decline on values identical on all ranks only. ppn = 1 everywhere: nothing to share.
+    if (ctx.ppn_max == 1) return *reason = vocab::Reason::one_rank_per_node, nullptr;
+    if (ctx.ppn_max > kMaxPpn) return *reason = vocab::Reason::path_unavailable, nullptr;
+    const std::size_t wanted = shm::pow2_chunk(bytes);
+    NodeShm& node = ctx.ensure_slot<NodeShm>(PathSlot::node_shm);
+    if (node.state == nullptr) {
+        ShmDomain domain;
+        domain.comm = ctx.node_comm;
+        domain.rank = ctx.node_rank;
+        domain.size = ctx.node_size;
+        domain.size_max = ctx.ppn_max;
+        domain.count = ctx.node_count;
+        node.state = create_shm_state(ctx, domain, wanted);
+    } else {
+        ShmState& s = *node.state;
+        const std::size_t target = std::min({wanted, s.preferred_chunk, s.max_chunk}) & ~(kCacheLine - 1);
+        if (s.usable && !s.frozen && target > s.chunk_bytes && target != s.grow_failed) grow_node_shm(ctx, node, target);
+    }
+    if (!node.state->usable) return *reason = vocab::Reason::shm_unavailable, nullptr;
+    return node.state;
+}
+
+MPI_Comm node_leader_comm(CommContext& ctx, int leaders) {
+    MPI_Comm& comm = ctx.slot<NodeShm>(PathSlot::node_shm)->leader_comm[leaders];
+    if (comm == MPI_COMM_NULL) {
+        const int color = ctx.node_rank < leaders ? ctx.node_rank : MPI_UNDEFINED;
+        PMPI_Comm_split(ctx.comm, color, ctx.node_index, &comm);
+        if (comm == MPI_COMM_NULL) comm = MPI_COMM_SELF;  // "created, not a member"; never freed
+    }
+    return comm == MPI_COMM_SELF ? MPI_COMM_NULL : comm;
+}
+
+}  // namespace arshim

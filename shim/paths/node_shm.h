@@ -1,0 +1,188 @@
+// Node shared-memory reduction: the intra-node machinery of the multi-leader (DPML) path, seed 001 (Bayatpour et
+// al.) §1 and §4, shared with the SHARP path (which replaces the inter-node step).
+//
+// Per chunk of the user's buffer:
+//   (1) every rank copies its chunk into its own slot of a node shared-memory window;
+//   (2) leader j (node ranks 0..l-1) reduces partition j of the chunk over all ppn slots with the n-ary kernel,
+//       into the chunk's result area;
+//   (3) with several nodes, leader j reduces its partition across nodes (the caller's inter-node step: l concurrent
+//       MPI allreduces for multileader, SHARP for the sharp path);
+//   (4) every rank copies the reduced chunk out into recvbuf.
+// Chunks are small (cache sized on one node) and the window holds kShmBuffers of them, so the phases of consecutive
+// chunks overlap and the data a leader reduces is still in cache when it reads it. A call's chunk is its size
+// rounded up to a power of two, between kMinChunk and the domain's preferred chunk (call_chunk_bytes): a function of
+// values identical on every rank, so every node cuts a call alike. The window starts with room for the first
+// call's chunk and grows on demand, up to the preferred chunk and ARSHIM_SHM_MAX (grow_shm_state): a communicator
+// that only ever reduces a few bytes costs a few KiB per rank of its node, not megabytes.
+//
+// Synchronization protocol (no MPI_Barrier per call). The window's control area holds, per node rank, three
+// monotonically increasing 64-bit sequence numbers, each on its own cache line:
+//   arrived[r] = s  rank r has copied its input for chunk s into its slot;
+//   reduced[j] = s  leader j has written its (node- and, with several nodes, globally-) reduced partition of s;
+//   copied[r]  = s  rank r has copied chunk s's result out.
+// Chunk s uses buffer s % kShmBuffers. Before writing its slot for chunk s a rank has already seen reduced[*] >= s-1
+// (it copied out s-1), and leaders reduce chunks in order, so a slot is never overwritten before it was reduced. A
+// leader writes the result area of buffer s % kShmBuffers only after copied[*] >= s - kShmBuffers (everyone read the
+// chunk that used it before). Stores are release, loads acquire, so the data written before a store is visible after
+// the load. Sequence numbers continue across calls (every rank of the node makes the same calls in the same order),
+// so the protocol needs no reset. Waiting spins briefly, then yields the CPU (ranks may outnumber cores).
+#pragma once
+
+#include <mpi.h>
+
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <utility>
+
+#include "shim/core/call.h"
+#include "shim/core/context.h"
+#include "shim/paths/shm_layout.h"
+
+namespace arshim {
+
+using shm::kCacheLine;
+using shm::kMinChunk;
+constexpr int kShmBuffers = 2;
+constexpr int kMaxPpn = 1024;      // sources of one n-ary reduction are kept on the stack
+constexpr int kMaxLeaders = 64;
+
+struct alignas(kCacheLine) ShmCounter {
+    std::atomic<uint64_t> value;
+};
+static_assert(sizeof(ShmCounter) == kCacheLine, "one counter per cache line");
+static_assert(std::atomic<uint64_t>::is_always_lock_free, "shared-memory counters must be lock-free");
+
+inline void wait_at_least(const std::atomic<uint64_t>& counter, uint64_t target) {
+    for (int spin = 0; counter.load(std::memory_order_acquire) < target; ++spin)
+        if (spin > 64) sched_yield();
+}
+
+// A shared-memory domain: the ranks that run the chunk protocol together. The multileader path's domain is always
+// the node (node_shm); the SHARP path with socket leaders uses the ranks of one socket of a node (shim/sharp/path.cpp).
+struct ShmDomain {
+    MPI_Comm comm = MPI_COMM_NULL;  // the domain's ranks (must share memory; not owned)
+    int rank = 0;                   // my rank in `comm`
+    int size = 1;
+    int size_max = 1;               // largest domain of the communicator (identical on all ranks)
+    int count = 1;                  // domains of the communicator (identical on all ranks)
+    const char* name = "node";      // for the log
+};
+
+// The window and protocol state of one shared-memory domain: the node (its context slot, below) or, for the SHARP
+// path's socket leaders, a socket.
+struct ShmState {
+    MPI_Win window = MPI_WIN_NULL;
+    char* base = nullptr;
+    int ppn = 0;
+    std::size_t chunk_bytes = 0;  // the window's chunk capacity (slot stride); identical on every node
+    std::size_t preferred_chunk = 0;  // the largest chunk a call uses (identical on every node)
+    std::size_t max_chunk = 0;        // the largest chunk ARSHIM_SHM_MAX allows (identical on every node)
+    bool frozen = false;              // never regrown (the SHARP path registered the window's memory)
+    std::size_t grow_failed = 0;      // a chunk size the window could not grow to (not retried)
+    ShmDomain domain;
+    ShmCounter* arrived = nullptr;
+    ShmCounter* reduced = nullptr;
+    ShmCounter* copied = nullptr;
+    char* buffers = nullptr;  // kShmBuffers x (ppn slots + 1 result), each chunk_bytes
+    uint64_t sequence = 0;    // last chunk sequence number used (identical on the node's ranks)
+    bool usable = false;
+
+    char* slot(int buffer, int rank) const {
+        return buffers + (static_cast<std::size_t>(buffer) * (ppn + 1) + static_cast<std::size_t>(rank)) * chunk_bytes;
+    }
+    char* result(int buffer) const { return slot(buffer, ppn); }
+};
+
+// The node domain's context slot (PathSlot::node_shm), shared by the multileader and SHARP paths: the node window
+// and the leader communicators (one per leader count l: node rank j < l of every node).
+struct NodeShm : PathState {
+    ShmState* state = nullptr;
+    MPI_Comm leader_comm[kMaxLeaders + 1];  // by leader count; this rank's own leader communicator
+    NodeShm();
+    ~NodeShm() override;  // collective over the node (the window) and the user's communicator (leader comms)
+};
+
+// The context's node state, built on first use and grown to the chunk a call of `bytes` needs (collective over the
+// communicator; every rank learns the same outcome). `bytes` = UINT64_MAX asks for the largest window at once.
+// Returns nullptr when the path must decline, with *reason set; the decision is identical on all ranks.
+ShmState* node_shm(CommContext& ctx, uint64_t bytes, vocab::Reason* reason);
+
+// The chunk a call of `bytes` uses in `state`'s window.
+inline std::size_t call_chunk_bytes(const ShmState& state, uint64_t bytes) {
+    return shm::call_chunk_bytes(bytes, state.preferred_chunk, state.chunk_bytes);
+}
+
+// Builds the window and protocol state of one domain with room for chunks of `chunk` bytes (at most the preferred
+// chunk and what ARSHIM_SHM_MAX allows; collective over ctx.comm; every rank learns the same outcome: `usable` is
+// identical on all ranks). node_shm() is create_shm_state() for the node domain, kept in its context slot.
+ShmState* create_shm_state(CommContext& ctx, const ShmDomain& domain, std::size_t chunk);
+// Frees what create_shm_state() made (collective over the domain: the window) and the state itself.
+void free_shm_state(ShmState* state);
+
+// The communicator of leader j = this rank's node rank across nodes, for `leaders` leaders per node (collective
+// over the user's communicator the first time; node_shm() must have built the slot). MPI_COMM_NULL for ranks that
+// are not leaders.
+MPI_Comm node_leader_comm(CommContext& ctx, int leaders);
+
+// Runs the chunk protocol for one call over a domain in which this rank is `me`. `internode(void* data,
+// std::size_t count)` is called by each leader with its reduced partition of every chunk when there are several
+// domains (`multinode`); it returns an MPI error code.
+template <typename InterNode>
+int run_shm_protocol(const Call& call, ShmState& state, kernels::NaryFn reduce, int leaders, int me,
+                     bool multinode, InterNode&& internode) {
+    const std::size_t element = call.type.size;
+    const std::size_t count = static_cast<std::size_t>(call.args.count);
+    const std::size_t chunk_elements = call_chunk_bytes(state, call.bytes) / element;
+    const char* input =
+        static_cast<const char*>(call.args.sendbuf == MPI_IN_PLACE ? call.args.recvbuf : call.args.sendbuf);
+    char* output = static_cast<char*>(call.args.recvbuf);
+    const bool leader = me < leaders;
+    const void* sources[kMaxPpn];
+    int rc = MPI_SUCCESS;
+
+    for (std::size_t first = 0; first < count; first += chunk_elements) {
+        const std::size_t n = std::min(chunk_elements, count - first);
+        const uint64_t s = ++state.sequence;
+        const int buffer = static_cast<int>(s % kShmBuffers);
+
+        // (1) my input chunk into my slot
+        std::memcpy(state.slot(buffer, me), input + first * element, n * element);
+        state.arrived[me].value.store(s, std::memory_order_release);
+
+        if (leader) {
+            std::size_t part_first = 0, part_count = 0;
+            shm::partition(n, element, leaders, me, &part_first, &part_count);
+            for (int r = 0; r < state.ppn; ++r) wait_at_least(state.arrived[r].value, s);
+            if (s > kShmBuffers)
+                for (int r = 0; r < state.ppn; ++r) wait_at_least(state.copied[r].value, s - kShmBuffers);
+            const std::size_t offset = part_first * element;
+            if (part_count > 0) {
+                // (2) reduce partition `me` over every rank's slot, in node-rank order (same bits on every rank)
+                for (int r = 0; r < state.ppn; ++r) sources[r] = state.slot(buffer, r) + offset;
+                reduce(state.result(buffer) + offset, sources, static_cast<std::size_t>(state.ppn), part_count);
+                // (3) across nodes; after an error the protocol still completes, so no rank of the node hangs
+                if (multinode && rc == MPI_SUCCESS) rc = internode(state.result(buffer) + offset, part_count);
+            }
+            state.reduced[me].value.store(s, std::memory_order_release);
+        }
+
+        // (4) the whole reduced chunk out
+        for (int j = 0; j < leaders; ++j) wait_at_least(state.reduced[j].value, s);
+        std::memcpy(output + first * element, state.result(buffer), n * element);
+        state.copied[me].value.store(s, std::memory_order_release);
+    }
+    return rc;
+}
+
+// The chunk protocol over the node: `internode` is called when the communicator spans several nodes.
+template <typename InterNode>
+int run_node_protocol(const Call& call, ShmState& state, kernels::NaryFn reduce, int leaders,
+                      InterNode&& internode) {
+    return run_shm_protocol(call, state, reduce, leaders, call.ctx.node_rank, call.ctx.node_count > 1,
+                            std::forward<InterNode>(internode));
+}
+
+}  // namespace arshim

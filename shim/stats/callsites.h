@@ -1,0 +1,103 @@
+// Call sites of MPI_Allreduce: captured per call as return addresses (no allocation, no lock after warm-up),
+// symbolized once at finalize to function + file:line (libdw, loaded at run time when present; else dladdr and
+// module+offset).
+//
+// Depth 1 (ARSHIM_STATS_DEPTH=1, the default) is the caller of MPI_Allreduce: the entry point's return address,
+// nearly free. When that caller is a binding layer rather than the user's code (MPICH's Fortran library calls the C
+// MPI_Allreduce), or when more frames are wanted, the stack is walked with libunwind and the binding frames are
+// skipped. mpi4py's extension module is recorded as it is: the frames above it are the Python interpreter's.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "shim/stats/counters.h"
+
+namespace arshim::callsites {
+
+// Executable ranges of modules that are MPI bindings or MPI libraries (libmpi*, mpi4py's MPI.*.so), found once at
+// warm-up; a caller there means the user's frame is further up.
+struct Range {
+    uintptr_t lo = 0;
+    uintptr_t hi = 0;
+};
+constexpr int kMaxBindingRanges = 16;
+inline Range g_binding[kMaxBindingRanges];
+inline int g_binding_count = 0;
+inline Range g_python_binding;  // mpi4py: recorded as the call site, no walk
+inline uint32_t g_depth = 1;
+
+// Once per process, at init (shim/core/runtime.cpp): the module ranges and the depth (ARSHIM_STATS_DEPTH).
+void warm_up(int64_t depth);
+
+inline bool in(const Range& r, uintptr_t pc) { return pc - r.lo < r.hi - r.lo; }
+inline bool is_binding(uintptr_t pc) {
+    for (int i = 0; i < g_binding_count; ++i)
+        if (in(g_binding[i], pc)) return true;
+    return false;
+}
+
+inline uint64_t hash_frames(const uintptr_t* frames, uint32_t depth) {
+    uint64_t h = depth;
+    for (uint32_t i = 0; i < depth; ++i) h = (h ^ frames[i]) * 0x9E3779B97F4A7C15ull;
+    return (h ^ h >> 29) | 1u;  // never 0 (0 marks a free slot)
+}
+
+inline void add_site(stats::ThreadCounters& t, const uintptr_t* frames, uint32_t depth, uint64_t bytes,
+                     double ticks) {
+    stats::SiteKey key;
+    key.hash = hash_frames(frames, depth);
+    key.depth = depth;
+    for (uint32_t i = 0; i < depth; ++i) key.frames[i] = frames[i];
+    if (stats::Cell* cell = t.sites.find_or_insert(key, key.hash))
+        cell->add(bytes, ticks);
+    else
+        t.sites_overflow.add(bytes, ticks);
+}
+
+// Walks the stack (libunwind) past ARShim's and the binding layers' frames; out of line.
+void record_walk(stats::ThreadCounters& t, uintptr_t caller, uint64_t bytes, double ticks);
+
+// `caller`: the return address the entry point saw (CallArgs::caller).
+inline void record(stats::ThreadCounters& t, const void* caller, uint64_t bytes, double ticks) {
+    const auto pc = reinterpret_cast<uintptr_t>(caller);
+    if (g_depth == 1 && (!is_binding(pc) || in(g_python_binding, pc))) {
+        add_site(t, &pc, 1, bytes, ticks);
+        return;
+    }
+    record_walk(t, pc, bytes, ticks);
+}
+
+// --- finalize ---
+
+struct Frame {
+    std::string function;  // demangled; "" when unknown
+    uint64_t function_offset = 0;  // of the call instruction from the function's start
+    std::string file;      // source file from debug info; "" when unknown
+    int line = 0;
+    std::string module;    // file name of the executable or library
+    uint64_t offset = 0;   // address within the module (stable across ranks, unlike the address)
+    std::string binding;   // "mpi4py" when the frame is mpi4py's extension module
+};
+
+struct LocalSite {
+    std::vector<uintptr_t> addresses;
+    std::vector<Frame> frames;
+    std::string key;  // identical on every rank for the same source location: the merge key across ranks
+    stats::Cell cell;
+};
+
+// Every thread's call sites merged (same addresses), symbolized and merged again by key (same location).
+// `overflow` receives the calls whose site did not fit in a thread's table.
+std::vector<LocalSite> collect(stats::Cell* overflow);
+
+// "function (file:line)" or "function+0x1f [module]" or "module+0x1234": one frame, for humans.
+std::string describe(const Frame& frame);
+
+// Serialization of a site's frames for the cross-rank name table: fields separated by \t, frames by \n.
+std::string encode(const std::vector<Frame>& frames);
+std::vector<Frame> decode(const std::string& text);
+
+}  // namespace arshim::callsites

@@ -1,0 +1,247 @@
+// In-process call statistics: cheap per-thread counters, no allocation and no lock on the hot path once a thread
+// has recorded its first call. Aggregated across ranks at finalize with reductions of fixed-size tables
+// (shim/stats/report.cpp); the log's format is docs/stats.md.
+//
+// Every call is one row of its thread's table, keyed by (communicator id, path, size bucket, datatype class, op,
+// fallback reason): an open-addressed array probed with one multiply, so recording is a few loads and stores.
+// A row that does not fit (more distinct keys than slots) still counts in the per-path, per-bucket overflow cells,
+// so the per-path and per-bucket totals are always exact. Call sites are a second table of the same kind
+// (shim/stats/callsites.h).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <iterator>
+
+#include "kernels/vocabulary.h"
+#include "shim/core/fixed_table.h"
+
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
+
+namespace arshim::stats {
+
+// The vocabulary of a row (kernels/vocabulary.h).
+using vocab::bucket_of;
+using vocab::DtypeClass;
+using vocab::kBucketCount;
+using vocab::kPathCount;
+using vocab::kReasonCount;
+using vocab::kServed;
+using vocab::Reason;
+using vocab::reason_name;
+
+// How the SHARP path ran a call it served: SHARP's low-latency or streaming aggregation, or (some of) it on the host
+// path and why (shim/sharp/counters.h has the same reasons as counters). `none` for every other path.
+enum class SharpRun : uint8_t { none, llt, sat, host_unsupported, host_no_sat, host_no_llt, host_sat_lock, host_error,
+                                count };
+inline constexpr const char* kSharpRunNames[] = {"",           "llt",         "sat",           "host_unsupported",
+                                                 "host_no_sat", "host_no_llt", "host_sat_lock", "host_error"};
+static_assert(std::size(kSharpRunNames) == vocab::count_of<SharpRun>(), "one name per SHARP run");
+inline const char* sharp_run_name(SharpRun run) { return vocab::name_of(kSharpRunNames, run); }
+
+// The small part of a row key, packed into kPackedBits: path, size bucket, datatype class, op (vocab row op),
+// reason (kServed included), SHARP run. The widths are checked against the vocabulary below, so adding a path,
+// reason or op that no longer fits fails to compile instead of corrupting keys.
+struct RowKey {
+    vocab::Path path;
+    uint32_t bucket;
+    DtypeClass dtype;
+    uint8_t op;
+    Reason reason;
+    SharpRun sharp = SharpRun::none;
+};
+namespace packed {
+constexpr unsigned kPathBits = 2, kBucketBits = 7, kDtypeBits = 2, kOpBits = 4, kReasonBits = 4, kSharpBits = 3;
+constexpr unsigned kBucketShift = kPathBits, kDtypeShift = kBucketShift + kBucketBits,
+                   kOpShift = kDtypeShift + kDtypeBits, kReasonShift = kOpShift + kOpBits,
+                   kSharpShift = kReasonShift + kReasonBits, kBits = kSharpShift + kSharpBits;
+static_assert(kPathCount <= 1u << kPathBits, "path field too narrow");
+static_assert(kBucketCount <= 1u << kBucketBits, "bucket field too narrow");
+static_assert(vocab::kDtypeClassCount <= 1u << kDtypeBits, "datatype class field too narrow");
+static_assert(vocab::kRowOpCount <= 1u << kOpBits, "op field too narrow");
+static_assert(kReasonCount + 1 <= 1u << kReasonBits, "reason field too narrow (kServed included)");
+static_assert(vocab::count_of<SharpRun>() <= 1u << kSharpBits, "SHARP run field too narrow");
+constexpr uint32_t field(uint32_t packed_key, unsigned shift, unsigned bits) {
+    return packed_key >> shift & ((1u << bits) - 1);
+}
+}  // namespace packed
+constexpr uint32_t kPackedBits = packed::kBits;
+
+inline uint32_t pack(const RowKey& k) {
+    using namespace packed;
+    return static_cast<uint32_t>(k.path) | k.bucket << kBucketShift | static_cast<uint32_t>(k.dtype) << kDtypeShift |
+           static_cast<uint32_t>(k.op) << kOpShift | static_cast<uint32_t>(k.reason) << kReasonShift |
+           static_cast<uint32_t>(k.sharp) << kSharpShift;
+}
+inline RowKey unpack(uint32_t p) {
+    using namespace packed;
+    return {static_cast<vocab::Path>(field(p, 0, kPathBits)),
+            field(p, kBucketShift, kBucketBits),
+            static_cast<DtypeClass>(field(p, kDtypeShift, kDtypeBits)),
+            static_cast<uint8_t>(field(p, kOpShift, kOpBits)),
+            static_cast<Reason>(field(p, kReasonShift, kReasonBits)),
+            static_cast<SharpRun>(field(p, kSharpShift, kSharpBits))};
+}
+
+// In the thread tables the time fields hold clock ticks (ticks()); finalize scales them to seconds.
+struct Cell {
+    uint64_t calls = 0;
+    uint64_t bytes = 0;
+    double seconds = 0;
+    double min_seconds = 0;
+    double max_seconds = 0;
+
+    void add(uint64_t b, double s) {
+        if (calls == 0 || s < min_seconds) min_seconds = s;
+        if (s > max_seconds) max_seconds = s;
+        ++calls;
+        bytes += b;
+        seconds += s;
+    }
+    Cell scaled(double factor) const {
+        Cell c = *this;
+        c.seconds *= factor;
+        c.min_seconds *= factor;
+        c.max_seconds *= factor;
+        return c;
+    }
+    void merge(const Cell& o) {
+        if (o.calls == 0) return;
+        if (calls == 0 || o.min_seconds < min_seconds) min_seconds = o.min_seconds;
+        if (o.max_seconds > max_seconds) max_seconds = o.max_seconds;
+        calls += o.calls;
+        bytes += o.bytes;
+        seconds += o.seconds;
+    }
+};
+
+// A row of a thread's table: (communicator id, packed key) -> cell. Communicator id 0 = an erroneous call without
+// a communicator (CommContext::stats_id is never 0).
+struct RowId {
+    uint64_t comm = 0;
+    uint32_t key = 0;  // pack(RowKey)
+    bool operator==(const RowId& o) const { return key == o.key && comm == o.comm; }
+    uint64_t hash() const { return vocab::mix64(comm ^ key); }
+};
+constexpr std::size_t kRowSlots = 1024;  // per thread
+constexpr std::size_t kRowProbes = 16;
+using RowTable = FixedTable<RowId, Cell, kRowSlots, kRowProbes>;
+
+// Call sites: up to kMaxDepth return addresses per site (ARSHIM_STATS_DEPTH), symbolized only at finalize.
+constexpr std::size_t kMaxDepth = 16;
+struct SiteKey {
+    uint64_t hash = 0;  // of the frames (callsites::hash_frames)
+    uint32_t depth = 0;
+    uintptr_t frames[kMaxDepth] = {};
+    bool operator==(const SiteKey& o) const {
+        if (hash != o.hash || depth != o.depth) return false;
+        for (uint32_t i = 0; i < depth; ++i)
+            if (frames[i] != o.frames[i]) return false;
+        return true;
+    }
+};
+constexpr std::size_t kSiteSlots = 256;  // per thread
+constexpr std::size_t kSiteProbes = 16;
+using SiteTable = FixedTable<SiteKey, Cell, kSiteSlots, kSiteProbes>;  // sites keep no per-call extremes
+
+struct ThreadCounters {
+    RowTable rows;
+    Cell overflow[kPathCount][kBucketCount];  // calls whose row did not fit
+    uint64_t overflow_calls = 0;
+    uint64_t reasons[kReasonCount] = {};
+    uint64_t reentrant = 0;  // calls that arrived while ARShim was inside MPI (sent straight to PMPI)
+    uint64_t paused = 0;     // calls made while MPI_Pcontrol(0) had paused collection
+    SiteTable sites;
+    Cell sites_overflow;     // calls whose call site did not fit
+};
+
+// This thread's counters (registered on first use; the only lock and the only allocation are taken then).
+// Initial-exec TLS: one load, no __tls_get_addr call (the library is preloaded, so static TLS is available).
+inline thread_local ThreadCounters* t_counters __attribute__((tls_model("initial-exec"))) = nullptr;
+ThreadCounters* register_thread();
+inline ThreadCounters& local() {
+    ThreadCounters* t = t_counters;
+    if (__builtin_expect(t == nullptr, 0)) t = register_thread();
+    return *t;
+}
+
+// Per-call time in clock ticks: the TSC where it is invariant (x86-64, CPUID says so), else steady_clock
+// nanoseconds. The counters hold ticks ("seconds" fields of the thread tables); finalize converts them with
+// seconds_per_tick(), measured against steady_clock between start_clock() and then: no calibration loop at start.
+inline bool g_use_tsc = false;
+inline uint64_t ticks() {
+#if defined(__x86_64__)
+    if (__builtin_expect(g_use_tsc, 1)) return __rdtsc();
+#endif
+    return static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+}
+void start_clock();         // once, at init (shim/core/runtime.cpp)
+double seconds_per_tick();  // at finalize
+
+// Collection switches: MPI_Pcontrol(0/1) (kCollect); whether calls are timed (kTimed: a log or a summary will
+// report times) and their call sites captured (kCallsites: a log will list them), both set once at init (configure)
+// from ARSHIM_STATS / ARSHIM_STATS_SUMMARY / ARSHIM_STATS_CALLSITES. Without them a call costs a row update only: the
+// shim's own price on the native route stays a few nanoseconds (docs/stats.md "Overhead").
+constexpr uint8_t kCollect = 1;
+constexpr uint8_t kCallsites = 2;
+constexpr uint8_t kTimed = 4;
+inline std::atomic<uint8_t> g_flags{kCollect};
+void set_enabled(bool on);    // MPI_Pcontrol(0/1)
+void set_callsites(bool on);  // also turns timing on (a call site's time needs the clock)
+void set_timed(bool on);
+
+// One classified call. `comm` is the communicator id, `reason` kServed unless the call went native as a fallback
+// (or because the policy said so).
+struct Call {
+    uint64_t comm;
+    uint64_t bytes;
+    double ticks;  // ticks() difference
+    RowKey key;
+};
+
+// Records one call; returns its cell (nullptr when it went to the overflow cells).
+inline Cell* record(ThreadCounters& t, const Call& call) {
+    const RowId id{call.comm, pack(call.key)};
+    if (call.key.reason != kServed) ++t.reasons[static_cast<std::size_t>(call.key.reason)];
+    if (Cell* cell = t.rows.find_or_insert(id, id.hash())) {
+        cell->add(call.bytes, call.ticks);
+        return cell;
+    }
+    ++t.overflow_calls;
+    t.overflow[static_cast<std::size_t>(call.key.path)][call.key.bucket].add(call.bytes, call.ticks);
+    return nullptr;
+}
+
+// Communicators, registered once when their context is built (not on the hot path). The id is a hash of the
+// communicator's shape (size and its members' world ranks relative to the first), identical on all of its ranks;
+// congruent communicators (dups, the rows of a process grid) share an id and a row.
+struct CommShape {
+    int size = 0;
+    int stride = 0;      // world-rank distance between consecutive members when regular, else 0
+    int first_world = 0; // world rank of its rank 0
+    bool inter = false;
+    bool is_root = false;  // this process is its rank 0
+};
+void register_comm(uint64_t id, const CommShape& shape);
+// (id, shape, contexts built in this process, ... of which this process is rank 0)
+void for_each_comm(const std::function<void(uint64_t, const CommShape&, uint64_t, uint64_t)>& fn);
+
+// Calls `fn` on every thread's counters (finalize and the query API; holds the registry lock).
+void for_each_thread(const std::function<void(const ThreadCounters&)>& fn);
+
+// Per-path totals of every thread of this process (the query API and the tests use them).
+struct PathTotals {
+    uint64_t calls[kPathCount] = {};
+    uint64_t reasons[kReasonCount] = {};
+};
+PathTotals path_totals();
+
+// Collective over MPI_COMM_WORLD at finalize: reduce, then rank 0 reports (summary on stderr, log file).
+void finalize_report();
+
+}  // namespace arshim::stats

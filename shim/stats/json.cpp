@@ -1,0 +1,351 @@
+// The statistics report as JSON ("arshim-stats/1", documented in docs/stats.md) and as the summary on stderr.
+// Pretty-printing beyond the short summary, comparing and plotting are the report tool's (tools/report).
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "arshim_config.h"
+#include "kernels/kernels.h"
+#include "shim/core/runtime.h"
+#include "shim/stats/report.h"
+
+namespace arshim::stats {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+json min_avg_max(double min, double avg, double max) { return json{{"min", min}, {"avg", avg}, {"max", max}}; }
+
+double avg_per_rank(double sum, uint64_t ranks) { return ranks ? sum / static_cast<double>(ranks) : 0.0; }
+
+double micros(double seconds) { return std::round(seconds * 1e9) / 1e3; }  // to the nanosecond
+
+// The aggregate fields every table row carries (Agg::for_each_field), then what follows from them: the average
+// call and the per-rank average. Call sites keep no per-call extremes (null).
+void put_agg(json& row, const Agg& a, bool extremes = true) {
+    Agg::for_each_field([&](auto member, Reduce, const char* key, Unit unit) {
+        const double value = static_cast<double>(a.*member);
+        json* at = &row;
+        std::string path(key);
+        for (std::size_t dot; (dot = path.find('.')) != std::string::npos; path.erase(0, dot + 1))
+            at = &(*at)[path.substr(0, dot)];
+        if (unit == Unit::micros)
+            (*at)[path] = extremes ? json(micros(value)) : json(nullptr);
+        else
+            (*at)[path] = a.*member;
+    });
+    row["avg_us"] = a.calls ? micros(a.seconds / static_cast<double>(a.calls)) : 0.0;
+    row["per_rank"]["calls"]["avg"] = avg_per_rank(static_cast<double>(a.calls), a.ranks);
+    row["per_rank"]["time_s"]["avg"] = avg_per_rank(a.seconds, a.ranks);
+}
+
+void put_bucket(json& row, uint32_t bucket) {
+    row["bucket"] = bucket;
+    row["bytes_min"] = vocab::bucket_floor(bucket);
+    row["bytes_max"] = vocab::bucket_ceiling(bucket);
+}
+
+std::string hex(uint64_t v) {
+    char text[24];
+    std::snprintf(text, sizeof text, "0x%016llx", static_cast<unsigned long long>(v));
+    return text;
+}
+
+std::string comm_label(const CommEntry& c, int np) {
+    if (c.other) return "other";
+    if (c.id == 0) return "none";
+    if (c.inter) return "intercomm(local " + std::to_string(c.size) + ")";
+    if (c.size == np && c.stride == 1 && c.first_world == 0) return "world";
+    if (c.size == 1) return "self";
+    if (c.stride > 0) return "size " + std::to_string(c.size) + " stride " + std::to_string(c.stride);
+    return "size " + std::to_string(c.size) + " irregular";
+}
+
+std::string comm_ref(const CommEntry& c) { return c.other ? std::string("other") : hex(c.id); }
+
+std::string iso_utc(std::time_t t) {
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char text[32];
+    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return text;
+}
+
+json command_line() {
+    json args = json::array();
+    std::ifstream in("/proc/self/cmdline", std::ios::binary);
+    std::string arg;
+    while (std::getline(in, arg, '\0')) args.push_back(arg);
+    return args;
+}
+
+json run_metadata(const Report& r) {
+    const Runtime& rt = runtime();
+    const std::time_t now = std::time(nullptr);
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    struct utsname uts {};
+    uname(&uts);
+    json run;
+    run["date"] = iso_utc(now);
+    run["start"] = iso_utc(now - static_cast<std::time_t>(r.wall.max));
+    run["job_id"] = r.job_id;
+    run["hostname"] = host;
+    run["machine"] = uts.machine;
+    run["command"] = command_line();
+    run["mpi"] = json{{"flavor", mpi_flavor()}, {"version", rt.mpi_version}};
+    run["np"] = r.np;
+    if (r.job) {
+        run["nodes"] = r.nodes;
+        run["ppn"] = json{{"min", r.ppn_min}, {"max", r.ppn_max}};
+    }
+    run["arshim_version"] = ARSHIM_VERSION;
+    run["kernel_isa"] = kernels::isa_name(kernels::active().isa);
+    run["policy_source"] = rt.policy ? rt.policy->source() : std::string("none");
+    run["settings_agreed"] = rt.config_agreed;
+    json settings = json::object();
+    for (const OptionSpec& spec : option_table()) {
+        const OptionValue& v = rt.config.value(spec.id);
+        settings[spec.name] = json{{"value", v.text},
+                                   {"source", v.source == OptionSource::environment ? "environment" : "default"}};
+    }
+    run["settings"] = settings;
+    return run;
+}
+
+}  // namespace
+
+std::string to_json(const Report& r) {
+    json doc;
+    doc["schema"] = kSchema;
+    doc["scope"] = r.job ? "job" : "rank";
+    if (!r.job) doc["rank"] = r.rank;
+    doc["run"] = run_metadata(r);
+
+    json time;
+    time["wall_s"] = min_avg_max(r.wall.min, r.wall.avg, r.wall.max);
+    time["allreduce_s"] = json{{"total", r.total.seconds},
+                               {"per_rank", min_avg_max(r.total.rank_seconds_min,
+                                                        avg_per_rank(r.total.seconds, r.total.ranks),
+                                                        r.total.rank_seconds_max)}};
+    const double wall_sum = r.wall.avg * (r.job ? r.np : 1);
+    time["allreduce_share"] = json{{"overall", wall_sum > 0 ? r.total.seconds / wall_sum : 0.0},
+                                   {"per_rank", min_avg_max(r.share.min, r.share.avg, r.share.max)}};
+    doc["time"] = time;
+
+    json totals;
+    put_agg(totals, r.total);
+    json sharp = json::object();  // the SHARP path's counters by their arshim_sharp_calls() names, summed over ranks
+    json fallbacks = json::array();
+    Counts::for_each_field(r.counts, [&](uint64_t calls, const char* section, const char* key) {
+        if (section == std::string("totals")) {
+            totals[key] = calls;
+        } else if (section == std::string("sharp")) {
+            sharp[key] = calls;
+        } else if (calls != 0) {  // reasons
+            fallbacks.push_back(json{{"reason", key}, {"calls", calls}, {"fallback", key != std::string("policy")}});
+        }
+    });
+    doc["totals"] = totals;
+
+    json paths = json::array(), buckets = json::array();
+    for (std::size_t p = 0; p < kPathCount; ++p) {
+        const char* name = vocab::path_name(static_cast<vocab::Path>(p));
+        if (r.paths[p].calls) {
+            json row{{"path", name}};
+            put_agg(row, r.paths[p]);
+            paths.push_back(row);
+        }
+        for (uint32_t b = 0; b < kBucketCount; ++b) {
+            if (!r.cells[p][b].calls) continue;
+            json row{{"path", name}};
+            put_bucket(row, b);
+            put_agg(row, r.cells[p][b]);
+            buckets.push_back(row);
+        }
+    }
+    doc["paths"] = paths;
+    doc["buckets"] = buckets;
+
+    json comms = json::array();
+    for (const CommEntry& c : r.comms) {
+        json row{{"id", comm_ref(c)}, {"label", comm_label(c, r.np)}};
+        if (!c.other) {
+            row["size"] = c.size;
+            row["stride"] = c.stride;
+            row["first_world_rank"] = c.first_world;
+            row["inter"] = c.inter;
+            row["instances"] = c.instances;
+        }
+        put_agg(row, c.agg);
+        comms.push_back(row);
+    }
+    doc["communicators"] = comms;
+
+    json rows = json::array();
+    for (const RowEntry& e : r.rows) {
+        json row;
+        if (e.other) {
+            row["other"] = true;
+        } else {
+            row["communicator"] = e.comm >= 0 ? comm_ref(r.comms[static_cast<std::size_t>(e.comm)]) : "other";
+            row["path"] = vocab::path_name(e.key.path);
+            put_bucket(row, e.key.bucket);
+            row["datatype"] = vocab::dtype_class_name(e.key.dtype);
+            row["op"] = vocab::row_op_name(e.key.op);
+            row["reason"] = reason_name(e.key.reason);
+            if (e.key.sharp != SharpRun::none) row["sharp"] = sharp_run_name(e.key.sharp);
+        }
+        put_agg(row, e.agg);
+        rows.push_back(row);
+    }
+    doc["rows"] = rows;
+
+    doc["fallbacks"] = fallbacks;
+    doc["sharp"] = sharp;
+
+    json sites = json::array();
+    for (const SiteEntry& s : r.sites) {
+        json row;
+        if (s.other) {
+            row["site"] = "other";
+            row["other"] = true;
+            row["frames"] = json::array();
+        } else {
+            std::string text;
+            json frames = json::array();
+            for (const callsites::Frame& f : s.frames) {
+                if (!text.empty()) text += " < ";
+                text += callsites::describe(f);
+                char offset[24];
+                std::snprintf(offset, sizeof offset, "0x%llx", static_cast<unsigned long long>(f.offset));
+                char function_offset[24];
+                std::snprintf(function_offset, sizeof function_offset, "0x%llx",
+                              static_cast<unsigned long long>(f.function_offset));
+                json frame{{"function", f.function}, {"function_offset", function_offset}, {"file", f.file},
+                           {"line", f.line}, {"module", f.module}, {"offset", offset}};
+                if (!f.binding.empty()) frame["binding"] = f.binding;
+                frames.push_back(frame);
+            }
+            row["site"] = text;
+            row["frames"] = frames;
+        }
+        put_agg(row, s.agg, false);
+        sites.push_back(row);
+    }
+    json callsites{{"enabled", r.callsites_enabled}, {"recorded", r.callsites_recorded}, {"depth", r.depth},
+                   {"sites", sites}, {"dropped_calls", r.sites_dropped.calls}};
+    doc["callsites"] = callsites;
+    return doc.dump(1) + "\n";
+}
+
+namespace {
+
+std::string human_bytes(double bytes) {
+    static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int unit = 0;
+    while (bytes >= 1024 && unit < 4) {
+        bytes /= 1024;
+        ++unit;
+    }
+    char text[32];
+    std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.1f %s", bytes, units[unit]);
+    return text;
+}
+
+uint64_t sharp_counter(const Report& r, sharp::Counter c) { return r.counts.sharp[static_cast<std::size_t>(c)]; }
+
+// One line when the SHARP path saw calls: how they ran (LLT, SAT, host and why), how many declined to native, and
+// the groups' fate. Counts are summed over ranks, like every count of the summary.
+void print_sharp_summary(std::FILE* out, const Report& r) {
+    using sharp::Counter;
+    const uint64_t llt = sharp_counter(r, Counter::llt), sat = sharp_counter(r, Counter::sat),
+                   host = sharp_counter(r, Counter::host), declined = sharp_counter(r, Counter::unavailable);
+    if (llt + sat + host + declined == 0) return;
+    std::string reasons;
+    for (Counter c : {Counter::host_unsupported, Counter::host_no_sat, Counter::host_no_llt, Counter::host_sat_lock,
+                      Counter::host_error}) {
+        if (sharp_counter(r, c) == 0) continue;
+        reasons += reasons.empty() ? " (" : " ";
+        std::string_view name = sharp::counter_name(c);
+        name.remove_prefix(std::min<std::size_t>(name.size(), 5));  // without "host_"
+        reasons += name;
+        reasons += '=' + std::to_string(sharp_counter(r, c));
+    }
+    if (!reasons.empty()) reasons += ')';
+    std::fprintf(out,
+                 "arshim[0] sharp: llt=%llu sat=%llu host=%llu%s declined=%llu; groups created=%llu failed=%llu "
+                 "disabled=%llu\n",
+                 static_cast<unsigned long long>(llt), static_cast<unsigned long long>(sat),
+                 static_cast<unsigned long long>(host), reasons.c_str(), static_cast<unsigned long long>(declined),
+                 static_cast<unsigned long long>(sharp_counter(r, Counter::groups)),
+                 static_cast<unsigned long long>(sharp_counter(r, Counter::group_failures)),
+                 static_cast<unsigned long long>(sharp_counter(r, Counter::disabled)));
+}
+
+}  // namespace
+
+void print_summary(const Report& r, const std::string& written) {
+    std::FILE* out = stderr;
+    const double wall_sum = r.wall.avg * r.np;
+    std::fprintf(out,
+                 "arshim[0] summary: %llu MPI_Allreduce calls on %d ranks, %s, %.3f s in allreduce "
+                 "(sum over ranks; %.1f%% of wall time)\n",
+                 static_cast<unsigned long long>(r.total.calls), r.np,
+                 human_bytes(static_cast<double>(r.total.bytes)).c_str(), r.total.seconds,
+                 wall_sum > 0 ? 100.0 * r.total.seconds / wall_sum : 0.0);
+    std::fprintf(out, "arshim[0] %-12s %10s %11s %10s %10s %10s %10s %17s\n", "path", "calls", "bytes", "time_s",
+                 "avg_us", "min_us", "max_us", "rank_s min..max");
+    for (std::size_t p = 0; p < kPathCount; ++p) {
+        const Agg& a = r.paths[p];
+        if (a.calls == 0) continue;
+        std::fprintf(out, "arshim[0] %-12s %10llu %11s %10.4f %10.2f %10.2f %10.2f %8.3f..%-8.3f\n",
+                     vocab::path_name(static_cast<vocab::Path>(p)), static_cast<unsigned long long>(a.calls),
+                     human_bytes(static_cast<double>(a.bytes)).c_str(), a.seconds,
+                     1e6 * a.seconds / static_cast<double>(a.calls), 1e6 * a.call_min, 1e6 * a.call_max,
+                     a.rank_seconds_min, a.rank_seconds_max);
+    }
+    std::string reasons;
+    for (std::size_t i = 0; i < kReasonCount; ++i) {
+        if (r.counts.reasons[i] == 0) continue;
+        reasons += ' ';
+        reasons += reason_name(static_cast<Reason>(i));
+        reasons += '=';
+        reasons += std::to_string(r.counts.reasons[i]);
+    }
+    if (!reasons.empty()) std::fprintf(out, "arshim[0] native because:%s\n", reasons.c_str());
+    print_sharp_summary(out, r);
+    if (r.counts.paused) std::fprintf(out, "arshim[0] not counted: %llu calls made while MPI_Pcontrol(0) paused collection\n",
+                               static_cast<unsigned long long>(r.counts.paused));
+    if (!r.sites.empty()) {
+        std::vector<const SiteEntry*> order;
+        for (const SiteEntry& s : r.sites) order.push_back(&s);
+        std::sort(order.begin(), order.end(),
+                  [](const SiteEntry* a, const SiteEntry* b) { return a->agg.seconds > b->agg.seconds; });
+        std::string top;
+        for (std::size_t i = 0; i < order.size() && i < 3; ++i) {
+            if (!top.empty()) top += ", ";
+            top += order[i]->other ? "other" : callsites::describe(order[i]->frames.front());
+            char share[32];
+            std::snprintf(share, sizeof share, " %.0f%%",
+                          r.total.seconds > 0 ? 100.0 * order[i]->agg.seconds / r.total.seconds : 0.0);
+            top += share;
+        }
+        std::fprintf(out, "arshim[0] %zu call sites; most time: %s\n", r.sites.size(), top.c_str());
+    }
+    if (!written.empty())
+        std::fprintf(out, "arshim[0] statistics written to %s (arshim report %s)\n", written.c_str(), written.c_str());
+    std::fflush(out);
+}
+
+}  // namespace arshim::stats

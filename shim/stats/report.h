@@ -1,0 +1,81 @@
+// The statistics report (internal to the shim): what finalize builds from the counters, either for the whole job
+// (rank 0, after the cross-rank reductions of shim/stats/report.cpp) or for one rank (ARSHIM_STATS_PER_RANK=1), and
+// its JSON form (shim/stats/json.cpp; the schema is docs/stats.md, "arshim-stats/1").
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "shim/stats/callsites.h"
+#include "shim/stats/counters.h"
+#include "shim/stats/report_fields.h"
+
+namespace arshim {
+struct Runtime;
+}
+
+namespace arshim::stats {
+
+constexpr const char* kSchema = "arshim-stats/1";
+
+struct CommEntry {
+    uint64_t id = 0;  // 0: calls without a valid communicator (erroneous arguments)
+    bool other = false;  // communicators beyond the job table's bound, folded together
+    int size = 0;
+    int stride = 0;
+    int first_world = 0;
+    bool inter = false;
+    uint64_t instances = 0;  // communicators of this shape created (summed over their rank 0s)
+    Agg agg;
+};
+
+struct RowEntry {
+    int comm = -1;  // index into Report::comms
+    RowKey key{};
+    bool other = false;  // rows beyond the job table's bound, folded together (key meaningless)
+    Agg agg;
+};
+
+struct SiteEntry {
+    std::vector<callsites::Frame> frames;
+    bool other = false;
+    Agg agg;
+};
+
+struct Report {
+    bool job = true;  // false: one rank's own file
+    int rank = 0;     // the writing rank
+    int np = 0;
+    int nodes = 0;
+    int ppn_min = 0;
+    int ppn_max = 0;
+    std::string job_id;
+
+    Agg total;
+    Agg paths[kPathCount];
+    Agg cells[kPathCount][kBucketCount];
+    std::vector<CommEntry> comms;
+    std::vector<RowEntry> rows;
+    std::vector<SiteEntry> sites;
+    bool callsites_enabled = false;
+    bool callsites_recorded = false;  // sites were collected and symbolized for this report
+    int depth = 1;
+    Agg sites_dropped;  // calls whose site did not fit a thread's table
+
+    Counts counts;
+    Spread wall;   // seconds between MPI_Init and MPI_Finalize
+    Spread share;  // per-rank allreduce time / wall time
+};
+
+// JSON text of a report (shim/stats/json.cpp). Run metadata comes from the runtime.
+std::string to_json(const Report& report);
+
+// The summary on stderr (rank 0). `written`: the log file, "" when none.
+void print_summary(const Report& report, const std::string& written);
+
+// Whether rank 0 prints the summary at finalize: ARSHIM_STATS_SUMMARY, or (auto) when ARSHIM_STATS is set or the
+// log level is info or more.
+bool summary_wanted(const Runtime& rt);
+
+}  // namespace arshim::stats

@@ -1,0 +1,194 @@
+// The fields of the finalize report, each listed once with its cross-rank reduction and its key in the JSON log:
+// the same lists pack every rank's values into fixed-size arrays, unpack rank 0's reduced arrays, and write the
+// JSON (shim/stats/json.cpp). Adding a field is one line in a list; packing and unpacking can no longer drift
+// apart. MPI-free: the reduction itself is behind a seam (combine() here; PMPI_Reduce in shim/stats/report.cpp),
+// so round trips are unit-tested without mpirun (test/shim/test_core.cpp).
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "shim/sharp/counters.h"
+#include "shim/stats/counters.h"
+
+namespace arshim::stats {
+
+enum class Reduce : uint8_t { count, sum, min, max };  // count: exact 64-bit integer sum
+enum class Unit : uint8_t { plain, micros };           // micros: seconds written as microseconds in the JSON
+
+// One array per reduction; every rank packs the same layout, rank 0 unpacks the reduced arrays in the same order.
+struct Arrays {
+    std::vector<unsigned long long> counts;
+    std::vector<double> sums, mins, maxs;
+
+    void push(Reduce r, double v) {
+        switch (r) {
+        case Reduce::count: counts.push_back(static_cast<unsigned long long>(v)); break;
+        case Reduce::sum: sums.push_back(v); break;
+        case Reduce::min: mins.push_back(v); break;
+        case Reduce::max: maxs.push_back(v); break;
+        }
+    }
+    void push_count(uint64_t v) { counts.push_back(v); }
+};
+
+// Reads Arrays back in packing order.
+class Cursor {
+public:
+    explicit Cursor(const Arrays& a) : a_(a) {}
+    double pop(Reduce r) {
+        switch (r) {
+        case Reduce::count: return static_cast<double>(a_.counts[c_++]);
+        case Reduce::sum: return a_.sums[s_++];
+        case Reduce::min: return a_.mins[n_++];
+        case Reduce::max: return a_.maxs[x_++];
+        }
+        return 0;
+    }
+    uint64_t pop_count() { return a_.counts[c_++]; }
+    bool at_end() const {
+        return c_ == a_.counts.size() && s_ == a_.sums.size() && n_ == a_.mins.size() && x_ == a_.maxs.size();
+    }
+
+private:
+    const Arrays& a_;
+    std::size_t c_ = 0, s_ = 0, n_ = 0, x_ = 0;
+};
+
+// The reduction of one rank's arrays into another's, element by element (the test seam; MPI does the same with
+// PMPI_Reduce over every rank).
+inline void combine(Arrays& into, const Arrays& from) {
+    for (std::size_t i = 0; i < into.counts.size(); ++i) into.counts[i] += from.counts[i];
+    for (std::size_t i = 0; i < into.sums.size(); ++i) into.sums[i] += from.sums[i];
+    for (std::size_t i = 0; i < into.mins.size(); ++i) into.mins[i] = std::fmin(into.mins[i], from.mins[i]);
+    for (std::size_t i = 0; i < into.maxs.size(); ++i) into.maxs[i] = std::fmax(into.maxs[i], from.maxs[i]);
+}
+
+// One table cell aggregated over ranks. Per-rank figures (min/max) are over the ranks that have the cell
+// (`ranks` of them), so a row of a sub-communicator is not diluted by the ranks outside it.
+struct Agg {
+    uint64_t calls = 0;
+    uint64_t bytes = 0;
+    uint64_t ranks = 0;
+    double seconds = 0;           // sum over ranks
+    double call_min = 0;          // fastest single call, any rank
+    double call_max = 0;          // slowest single call, any rank
+    double rank_calls_min = 0;    // calls of the rank with the fewest
+    double rank_calls_max = 0;
+    double rank_seconds_min = 0;  // time of the rank with the least
+    double rank_seconds_max = 0;
+
+    // The fields: fn(member, reduction, JSON key, unit). JSON keys with dots are nested objects.
+    template <typename Fn>
+    static void for_each_field(Fn&& fn) {
+        fn(&Agg::calls, Reduce::count, "calls", Unit::plain);
+        fn(&Agg::bytes, Reduce::count, "bytes", Unit::plain);
+        fn(&Agg::ranks, Reduce::count, "ranks", Unit::plain);
+        fn(&Agg::seconds, Reduce::sum, "time_s", Unit::plain);
+        fn(&Agg::call_min, Reduce::min, "call_min_us", Unit::micros);
+        fn(&Agg::call_max, Reduce::max, "call_max_us", Unit::micros);
+        fn(&Agg::rank_calls_min, Reduce::min, "per_rank.calls.min", Unit::plain);
+        fn(&Agg::rank_calls_max, Reduce::max, "per_rank.calls.max", Unit::plain);
+        fn(&Agg::rank_seconds_min, Reduce::min, "per_rank.time_s.min", Unit::plain);
+        fn(&Agg::rank_seconds_max, Reduce::max, "per_rank.time_s.max", Unit::plain);
+    }
+
+    // One rank's cell, as that rank contributes it to the reduction: a rank without the cell (no calls, unless
+    // `present_anyway`) contributes the neutral element of each min/max (+-inf) and 0 ranks.
+    static Agg of_rank(const Cell& cell, bool present_anyway = false) {
+        constexpr double inf = std::numeric_limits<double>::infinity();
+        const bool present = present_anyway || cell.calls > 0;
+        Agg g;
+        g.calls = cell.calls;
+        g.bytes = cell.bytes;
+        g.ranks = present ? 1 : 0;
+        g.seconds = cell.seconds;
+        g.call_min = cell.calls ? cell.min_seconds : inf;
+        g.call_max = cell.calls ? cell.max_seconds : -inf;
+        g.rank_calls_min = present ? static_cast<double>(cell.calls) : inf;
+        g.rank_calls_max = present ? static_cast<double>(cell.calls) : -inf;
+        g.rank_seconds_min = present ? cell.seconds : inf;
+        g.rank_seconds_max = present ? cell.seconds : -inf;
+        return g;
+    }
+    // Neutral elements left over (no rank had the cell) read as 0.
+    Agg& finish() {
+        for_each_field([this](auto member, Reduce, const char*, Unit) {
+            auto& v = this->*member;
+            if constexpr (std::is_floating_point_v<std::remove_reference_t<decltype(v)>>)
+                if (!std::isfinite(v)) v = 0;
+        });
+        return *this;
+    }
+    // One rank's cell as a report of its own (ARSHIM_STATS_PER_RANK files).
+    static Agg of(const Cell& cell, bool present_anyway = false) { return of_rank(cell, present_anyway).finish(); }
+
+    void pack(Arrays& a) const {
+        for_each_field([&](auto member, Reduce r, const char*, Unit) { a.push(r, static_cast<double>(this->*member)); });
+    }
+    static Agg unpack(Cursor& c) {
+        Agg g;
+        for_each_field([&](auto member, Reduce r, const char*, Unit) {
+            auto& v = g.*member;
+            if constexpr (std::is_same_v<std::remove_reference_t<decltype(v)>, uint64_t>)
+                v = c.pop_count();
+            else
+                v = c.pop(r);
+        });
+        return g.finish();
+    }
+};
+
+// min / avg / max over ranks of a per-rank value (wall time, allreduce share).
+struct Spread {
+    double min = 0, avg = 0, max = 0;
+    void pack(double mine, Arrays& a) const {
+        a.push(Reduce::sum, mine);
+        a.push(Reduce::min, mine);
+        a.push(Reduce::max, mine);
+    }
+    static Spread unpack(Cursor& c, int ranks) {
+        Spread s;
+        s.avg = c.pop(Reduce::sum) / (ranks > 0 ? ranks : 1);
+        s.min = c.pop(Reduce::min);
+        s.max = c.pop(Reduce::max);
+        return s;
+    }
+};
+
+// The plain counters of a report, summed over ranks.
+constexpr std::size_t kSharpCounters = static_cast<std::size_t>(sharp::Counter::count);
+struct Counts {
+    uint64_t reasons[kReasonCount] = {};
+    uint64_t reentrant = 0;
+    uint64_t paused = 0;
+    uint64_t rows_dropped = 0;            // calls whose row did not fit a thread's table (still in paths/buckets)
+    uint64_t sharp[kSharpCounters] = {};  // the SHARP path's counters (shim/sharp/counters.h)
+
+    // fn(value, JSON section, JSON key): "totals" keys sit in the log's totals object, "sharp" ones in its sharp
+    // object, "reasons" ones become its fallbacks array.
+    template <typename Self, typename Fn>
+    static void for_each_field(Self& self, Fn&& fn) {
+        for (std::size_t i = 0; i < kReasonCount; ++i)
+            fn(self.reasons[i], "reasons", vocab::reason_name(static_cast<Reason>(i)));
+        fn(self.paused, "totals", "paused_calls");
+        fn(self.reentrant, "totals", "reentrant_calls");
+        fn(self.rows_dropped, "totals", "rows_folded_calls");
+        for (std::size_t i = 0; i < kSharpCounters; ++i)
+            fn(self.sharp[i], "sharp", sharp::counter_name(static_cast<sharp::Counter>(i)));
+    }
+    void pack(Arrays& a) const {
+        for_each_field(*this, [&](const uint64_t& v, const char*, const char*) { a.push_count(v); });
+    }
+    static Counts unpack(Cursor& c) {
+        Counts out;
+        for_each_field(out, [&](uint64_t& v, const char*, const char*) { v = c.pop_count(); });
+        return out;
+    }
+};
+
+}  // namespace arshim::stats
