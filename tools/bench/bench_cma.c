@@ -68,7 +68,10 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--max") && i + 1 < argc) max = parse_size(argv[++i]);
         else if (!strcmp(argv[i], "--chunk") && i + 1 < argc) chunk = parse_size(argv[++i]);
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
-        else {
+        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            printf("usage: arshim-bench-cma [--min 64K] [--max 64M] [--chunk 1M] [--reps 7]\n");
+            return 0;
+        } else {
             fprintf(stderr, "usage: arshim-bench-cma [--min 64K] [--max 64M] [--chunk 1M] [--reps 7]\n");
             return 2;
         }
