@@ -9,19 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static long parse_bytes(const char *text) {
-    char *end = NULL;
-    long v = strtol(text, &end, 10);
-    if (*end == 'K' || *end == 'k') v <<= 10;
-    else if (*end == 'M' || *end == 'm') v <<= 20;
-    else if (*end == 'G' || *end == 'g') v <<= 30;
-    return v;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+#include "cli_util.h"
 
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
@@ -29,10 +17,12 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     long min_bytes = 8, max_bytes = 64L << 20;
-    int reps_cap = 50, in_place = 0;
+    int reps_cap = 50, in_place = 0, bad = 0;
     for (int i = 1; i < argc; ++i) {
-        if (!strcmp(argv[i], "--min") && i + 1 < argc) min_bytes = parse_bytes(argv[++i]);
-        else if (!strcmp(argv[i], "--max") && i + 1 < argc) max_bytes = parse_bytes(argv[++i]);
+        if (!strcmp(argv[i], "--min") && i + 1 < argc)
+            min_bytes = cli_size_arg("allreduce_sweep", "--min", argv[++i], rank != 0, &bad);
+        else if (!strcmp(argv[i], "--max") && i + 1 < argc)
+            max_bytes = cli_size_arg("allreduce_sweep", "--max", argv[++i], rank != 0, &bad);
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps_cap = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--in-place")) in_place = 1;
         else {
@@ -40,6 +30,10 @@ int main(int argc, char **argv) {
             MPI_Finalize();
             return 2;
         }
+    }
+    if (bad) {
+        MPI_Finalize();
+        return 2;
     }
     if (min_bytes < 4) min_bytes = 4;
     size_t max_count = (size_t)max_bytes / sizeof(float);
@@ -72,8 +66,7 @@ int main(int argc, char **argv) {
                 }
             }
         }
-        qsort(times, (size_t)reps, sizeof(double), cmp_double);
-        double median = times[reps / 2];
+        double median = cli_median(times, reps);
         if (rank == 0)
             printf("%12ld %8d %12.2f %12.2f %10.3f\n", bytes, reps, median * 1e6, times[0] * 1e6,
                    (double)bytes / median / 1e9);

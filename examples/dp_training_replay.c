@@ -31,6 +31,8 @@
 #include <strings.h>
 #include <time.h>
 
+#include "cli_util.h"
+
 #define MAX_TENSORS 1024
 
 typedef struct {
@@ -118,36 +120,16 @@ static long total(const Model *m) {
     return t;
 }
 
-static long parse_bytes(const char *text) {
-    char *end = NULL;
-    long v = strtol(text, &end, 10);
-    if (*end == 'K' || *end == 'k') v <<= 10;
-    else if (*end == 'M' || *end == 'm') v <<= 20;
-    else if (*end == 'G' || *end == 'g') v <<= 30;
-    return v;
-}
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 static void compute_delay(long us, int spin) {
     if (us <= 0) return;
     if (spin) {
-        double end = now() + 1e-6 * (double)us;
-        while (now() < end) {
+        double end = cli_now() + 1e-6 * (double)us;
+        while (cli_now() < end) {
         }
     } else {
         struct timespec t = {us / 1000000, (us % 1000000) * 1000};
         nanosleep(&t, NULL);
     }
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 /* gradient value of element i of tensor t on rank r at step s: small integers, exact float sums */
@@ -161,35 +143,35 @@ typedef struct {
 /* One training step: backward order, fusion, allreduce. */
 static Times step(const Model *m, float **tensors, float *fusion, long bucket_elems, long compute_us, int spin) {
     Times t = {0, 0, 0, 0, 0};
-    double t0 = now();
+    double t0 = cli_now();
     int pending[MAX_TENSORS], npending = 0;
     long filled = 0;
     for (int k = m->tensors - 1; k >= -1; --k) {
         /* flush the fusion buffer when the next tensor does not fit, or at the end of the backward pass */
         int flush = npending > 0 && (k < 0 || filled + m->count[k] > bucket_elems);
         if (flush) {
-            double c0 = now();
+            double c0 = cli_now();
             compute_delay(compute_us, spin);
-            double c1 = now();
+            double c1 = cli_now();
             if (npending == 1) {
                 MPI_Allreduce(MPI_IN_PLACE, tensors[pending[0]], (int)filled, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-                t.comm += now() - c1;
+                t.comm += cli_now() - c1;
             } else {
                 long off = 0;
                 for (int p = 0; p < npending; ++p) {
                     memcpy(fusion + off, tensors[pending[p]], (size_t)m->count[pending[p]] * sizeof(float));
                     off += m->count[pending[p]];
                 }
-                double c2 = now();
+                double c2 = cli_now();
                 MPI_Allreduce(MPI_IN_PLACE, fusion, (int)filled, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-                double c3 = now();
+                double c3 = cli_now();
                 off = 0;
                 for (int p = 0; p < npending; ++p) {
                     memcpy(tensors[pending[p]], fusion + off, (size_t)m->count[pending[p]] * sizeof(float));
                     off += m->count[pending[p]];
                 }
                 t.comm += c3 - c2;
-                t.copy += (c2 - c1) + (now() - c3);
+                t.copy += (c2 - c1) + (cli_now() - c3);
             }
             t.compute += c1 - c0;
             t.buckets++;
@@ -201,7 +183,7 @@ static Times step(const Model *m, float **tensors, float *fusion, long bucket_el
         pending[npending++] = k;
         filled += m->count[k];
     }
-    t.step = now() - t0;
+    t.step = cli_now() - t0;
     return t;
 }
 
@@ -213,10 +195,11 @@ int main(int argc, char **argv) {
 
     const char *which = "all";
     long bucket_bytes = 64L << 20, compute_us = 0;
-    int steps = 3, warmup = 1, spin = 0, check = 1, csv = 0;
+    int steps = 3, warmup = 1, spin = 0, check = 1, csv = 0, bad = 0;
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--model") && i + 1 < argc) which = argv[++i];
-        else if (!strcmp(argv[i], "--bucket") && i + 1 < argc) bucket_bytes = parse_bytes(argv[++i]);
+        else if (!strcmp(argv[i], "--bucket") && i + 1 < argc)
+            bucket_bytes = cli_size_arg("dp_training_replay", "--bucket", argv[++i], rank != 0, &bad);
         else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--warmup") && i + 1 < argc) warmup = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--compute-us") && i + 1 < argc) compute_us = atol(argv[++i]);
@@ -230,6 +213,10 @@ int main(int argc, char **argv) {
             MPI_Finalize();
             return 2;
         }
+    }
+    if (bad) {
+        MPI_Finalize();
+        return 2;
     }
     if (steps < 1) steps = 1;
     if (bucket_bytes < (long)sizeof(float)) bucket_bytes = sizeof(float);
@@ -302,10 +289,10 @@ int main(int argc, char **argv) {
                     }
             }
         }
-        qsort(step_t, (size_t)steps, sizeof(double), cmp_double);
-        qsort(comm_t, (size_t)steps, sizeof(double), cmp_double);
-        qsort(copy_t, (size_t)steps, sizeof(double), cmp_double);
-        qsort(comp_t, (size_t)steps, sizeof(double), cmp_double);
+        cli_sort(step_t, steps);
+        cli_sort(comm_t, steps);
+        cli_sort(copy_t, steps);
+        cli_sort(comp_t, steps);
         const int mid = steps / 2;
         const double gbps = (double)m->table2_params * sizeof(float) / comm_t[mid] / 1e9;
         if (rank == 0) {

@@ -4,6 +4,8 @@
   arshim run [--mpi mpich|openmpi] [--lib PATH] -- mpirun -n 4 ./app args
   arshim policy explain|check|show|options ...
   arshim bench kernels|allreduce|cma ...
+  arshim report RUN.json [RUN.json] ...
+  arshim cluster up|run|verify|down ...
 
 ARShim's settings are ARSHIM_* environment variables (see README.md or `arshim policy options`).
 """
@@ -241,6 +243,14 @@ def cmd_cluster(args):
     os.execv("/bin/bash", ["/bin/bash", path] + args.rest)
 
 
+# Commands run as `arshim COMMAND ARGS...` that pass ARGS untouched to another program: name -> (help, function).
+PASSTHROUGH = {
+    "policy": ("explain, check or show the selection policy (arshim-policy)", cmd_policy),
+    "report": ("print, compare or plot call-statistics logs (ARSHIM_STATS files)", cmd_report),
+    "cluster": ("run programs on an emulated multi-host cluster (network namespaces)", cmd_cluster),
+}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="arshim", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -260,27 +270,24 @@ def main(argv=None):
     run.add_argument("command", nargs=argparse.REMAINDER, help="the mpirun command line, after --")
     run.set_defaults(func=cmd_run)
 
-    pol = sub.add_parser("policy", help="explain, check or show the selection policy (arshim-policy)",
-                         add_help=False)
-    pol.add_argument("rest", nargs=argparse.REMAINDER)
-    pol.set_defaults(func=cmd_policy)
+    # policy, report and cluster hand every argument to another program (which prints its own --help): argparse's
+    # REMAINDER cannot take a first argument that looks like an option (`arshim cluster --help`), so main()
+    # dispatches them before parsing; they are declared here for the command list of `arshim --help`.
+    sub.add_parser("policy", help=PASSTHROUGH["policy"][0], add_help=False)
 
     bench = sub.add_parser("bench", help="benchmarks: kernels (SIMD reductions) or allreduce (paths vs native)")
     bench.add_argument("what", choices=("kernels", "allreduce", "cma"))
     bench.add_argument("rest", nargs=argparse.REMAINDER, help="options of the benchmark (--help for them)")
     bench.set_defaults(func=cmd_bench)
 
-    report = sub.add_parser("report", help="print, compare or plot call-statistics logs (ARSHIM_STATS files)",
-                            add_help=False)
-    report.add_argument("rest", nargs=argparse.REMAINDER)
-    report.set_defaults(func=cmd_report)
+    for name in ("report", "cluster"):
+        sub.add_parser(name, help=PASSTHROUGH[name][0], add_help=False)
 
-    cluster = sub.add_parser("cluster", help="run programs on an emulated multi-host cluster (network namespaces)",
-                             add_help=False)
-    cluster.add_argument("rest", nargs=argparse.REMAINDER)
-    cluster.set_defaults(func=cmd_cluster)
-
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in PASSTHROUGH:
+        args = argparse.Namespace(command_name=argv[0], rest=argv[1:], func=PASSTHROUGH[argv[0]][1])
+    else:
+        args = parser.parse_args(argv)
     try:
         args.func(args)
     except ArshimError as error:

@@ -65,7 +65,7 @@ done
 # MPICH + UCX over TCP hangs in MPI_Finalize in about half of the 2x2 runs without the rig's finalize helper
 # (docs/cluster.md): five more short runs, each bounded, must all finish.
 if [[ $flavor == mpich ]] && ((ppn > 1)); then
-  probe=$(dirname "$check")/../cluster/cluster_probe-mpich
+  probe=$(dirname "$check")/../../tools/cluster/cluster_probe-mpich
   finalize_runs() {
     local i
     for i in 1 2 3 4 5; do

@@ -40,7 +40,13 @@
 #include <type_traits>
 #include <vector>
 
+#include "check_ops.h"  // test/support
+
 namespace {
+
+using check::mix;
+using check::mpi_op;
+using check::Op;
 
 int g_rank = 0, g_size = 1;
 long long g_failures = 0;
@@ -95,30 +101,7 @@ std::string classify(const Snapshot& a, const Snapshot& b) {
     return reasons == 1 ? reason : "?reason";
 }
 
-// ---- values: deterministic per (rank, index), every rank can compute every contribution ----
-uint64_t mix(int rank, std::size_t i, int salt) {
-    uint64_t x = (static_cast<uint64_t>(rank) + 1) * 0x9E3779B97F4A7C15ull ^ (i + 1) * 0xBF58476D1CE4E5B9ull ^
-                 static_cast<uint64_t>(salt) * 0x94D049BB133111EBull;
-    x ^= x >> 31;
-    x *= 0xD6E8FEB86659FD93ull;
-    return x ^ (x >> 29);
-}
-
-enum class Op { sum, prod, min, max, lor, band, bxor, maxloc, minloc };
-MPI_Op mpi_op(Op op) {
-    switch (op) {
-    case Op::sum: return MPI_SUM;
-    case Op::prod: return MPI_PROD;
-    case Op::min: return MPI_MIN;
-    case Op::max: return MPI_MAX;
-    case Op::lor: return MPI_LOR;
-    case Op::band: return MPI_BAND;
-    case Op::bxor: return MPI_BXOR;
-    case Op::maxloc: return MPI_MAXLOC;
-    case Op::minloc: return MPI_MINLOC;
-    }
-    return MPI_OP_NULL;
-}
+// ---- values: deterministic per (rank, index) (check::mix), every rank can compute every contribution ----
 
 template <typename T>
 T value(int rank, std::size_t i, int salt, Op op) {

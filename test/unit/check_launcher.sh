@@ -10,6 +10,15 @@ expect() {  # expect NAME PATTERN OUTPUT
   if grep -qE -- "$2" <<<"$3"; then echo "ok: $1"; else echo "FAIL: $1: no '$2' in:"; echo "$3"; fail=1; fi
 }
 "$arshim" --help >/dev/null && "$arshim" run --help >/dev/null || { echo "FAIL: --help"; fail=1; }
+# Every command's --help and -h prints its usage on stdout and exits 0 (policy, report and cluster pass them on).
+for command in run policy report cluster "bench kernels" "bench allreduce" "bench cma"; do
+  for flag in --help -h; do
+    # shellcheck disable=SC2086  # "bench kernels" is two words
+    out=$("$arshim" $command "$flag" 2>&1 >/dev/null); rc=$?
+    lines=$("$arshim" $command "$flag" 2>/dev/null | wc -l)
+    if [[ $rc -ne 0 || $lines -lt 1 ]]; then echo "FAIL: arshim $command $flag: exit $rc, $lines lines: $out"; fail=1; fi
+  done
+done
 
 out=$(ARSHIM_LOG=info "$arshim" run -v -- mpirun.mpich -n 1 "$build/examples/allreduce_sweep-mpich" --max 64 2>&1)
 expect "mpich program gets -genv LD_PRELOAD" "-genv LD_PRELOAD [^ ]*libarshim-mpich.so" "$out"

@@ -9,19 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static long long parse_bytes(const char *text) {
-    char *end = NULL;
-    long long v = strtoll(text, &end, 10);
-    if (*end == 'K' || *end == 'k') v <<= 10;
-    else if (*end == 'M' || *end == 'm') v <<= 20;
-    else if (*end == 'G' || *end == 'g') v <<= 30;
-    return v;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+#include "cli_util.h"
 
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
@@ -29,15 +17,18 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     long long min_bytes = 8, max_bytes = 64LL << 20, budget = 512LL << 20;
-    int factor = 4, max_reps = 200, in_place = 0;
+    int factor = 4, max_reps = 200, in_place = 0, bad = 0;
     MPI_Datatype type = MPI_FLOAT;
     int elem = 4;
     for (int i = 1; i < argc; ++i) {
-        if (!strcmp(argv[i], "--min") && i + 1 < argc) min_bytes = parse_bytes(argv[++i]);
-        else if (!strcmp(argv[i], "--max") && i + 1 < argc) max_bytes = parse_bytes(argv[++i]);
+        if (!strcmp(argv[i], "--min") && i + 1 < argc)
+            min_bytes = cli_size_arg("bench_allreduce", "--min", argv[++i], rank != 0, &bad);
+        else if (!strcmp(argv[i], "--max") && i + 1 < argc)
+            max_bytes = cli_size_arg("bench_allreduce", "--max", argv[++i], rank != 0, &bad);
         else if (!strcmp(argv[i], "--factor") && i + 1 < argc) factor = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) max_reps = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--budget") && i + 1 < argc) budget = parse_bytes(argv[++i]);
+        else if (!strcmp(argv[i], "--budget") && i + 1 < argc)
+            budget = cli_size_arg("bench_allreduce", "--budget", argv[++i], rank != 0, &bad);
         else if (!strcmp(argv[i], "--in-place")) in_place = 1;
         else if (!strcmp(argv[i], "--type") && i + 1 < argc) {
             ++i;
@@ -48,6 +39,10 @@ int main(int argc, char **argv) {
             if (rank == 0) fprintf(stderr, "bench_allreduce: unknown option %s\n", argv[i]);
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
+    }
+    if (bad) {
+        MPI_Finalize();
+        return 2;
     }
     if (factor < 2) factor = 2;
     if (min_bytes < elem) min_bytes = elem;
@@ -88,7 +83,7 @@ int main(int argc, char **argv) {
             if (r >= 0) times[r] = t;
         }
         MPI_Allreduce(MPI_IN_PLACE, times, reps, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-        qsort(times, (size_t)reps, sizeof(double), cmp_double);
+        cli_sort(times, reps);
         if (rank == 0)
             printf("%lld,%d,%.3f,%.3f,%.3f\n", bytes, reps, times[reps / 2] * 1e6, times[0] * 1e6,
                    times[(reps * 9) / 10] * 1e6);

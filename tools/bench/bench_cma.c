@@ -23,56 +23,40 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static size_t parse_size(const char *text) {
-    char *end = NULL;
-    double v = strtod(text, &end);
-    if (*end == 'K' || *end == 'k') v *= 1024;
-    else if (*end == 'M' || *end == 'm') v *= 1024.0 * 1024;
-    else if (*end == 'G' || *end == 'g') v *= 1024.0 * 1024 * 1024;
-    return (size_t)v;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+#include "cli_util.h"
 
 /* One pass over [0, n) of the child's buffer in chunks; returns seconds, or -1 with errno set. */
 static double cma_pass(pid_t child, char *local, char *remote, size_t n, size_t chunk, int write) {
-    const double t0 = now();
+    const double t0 = cli_now();
     for (size_t off = 0; off < n; off += chunk) {
         const size_t len = n - off < chunk ? n - off : chunk;
         struct iovec l = {local + off, len}, r = {remote + off, len};
         ssize_t done = write ? process_vm_writev(child, &l, 1, &r, 1, 0) : process_vm_readv(child, &l, 1, &r, 1, 0);
         if (done != (ssize_t)len) return -1;
     }
-    return now() - t0;
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof(double), cmp_double);
-    return v[n / 2];
+    return cli_now() - t0;
 }
 
 int main(int argc, char **argv) {
     size_t min = 64 << 10, max = 64 << 20, chunk = 1 << 20;
-    int reps = 7;
+    int reps = 7, bad = 0;
     for (int i = 1; i < argc; ++i) {
-        if (!strcmp(argv[i], "--min") && i + 1 < argc) min = parse_size(argv[++i]);
-        else if (!strcmp(argv[i], "--max") && i + 1 < argc) max = parse_size(argv[++i]);
-        else if (!strcmp(argv[i], "--chunk") && i + 1 < argc) chunk = parse_size(argv[++i]);
+        if (!strcmp(argv[i], "--min") && i + 1 < argc)
+            min = (size_t)cli_size_arg("arshim-bench-cma", "--min", argv[++i], 0, &bad);
+        else if (!strcmp(argv[i], "--max") && i + 1 < argc)
+            max = (size_t)cli_size_arg("arshim-bench-cma", "--max", argv[++i], 0, &bad);
+        else if (!strcmp(argv[i], "--chunk") && i + 1 < argc)
+            chunk = (size_t)cli_size_arg("arshim-bench-cma", "--chunk", argv[++i], 0, &bad);
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
-        else {
+        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            printf("usage: arshim-bench-cma [--min 64K] [--max 64M] [--chunk 1M] [--reps 7]\n");
+            return 0;
+        } else {
             fprintf(stderr, "usage: arshim-bench-cma [--min 64K] [--max 64M] [--chunk 1M] [--reps 7]\n");
             return 2;
         }
     }
+    if (bad) return 2;
     if (reps < 1 || reps > 1000 || chunk == 0 || min == 0 || max < min) {
         fprintf(stderr, "arshim-bench-cma: bad arguments (reps 1..1000, sizes > 0, --max >= --min)\n");
         return 2;
@@ -109,9 +93,9 @@ int main(int argc, char **argv) {
         for (int r = 0; r < reps; ++r) {
             t_read[r] = cma_pass(child, local, remote, n, chunk, 0);
             t_write[r] = cma_pass(child, local, remote, n, chunk, 1);
-            const double t0 = now();
+            const double t0 = cli_now();
             memcpy(local, remote, n);
-            t_copy[r] = now() - t0;
+            t_copy[r] = cli_now() - t0;
             if (t_read[r] < 0 || t_write[r] < 0) {
                 fprintf(stderr, "arshim-bench-cma: CMA failed at %zu B: %s\n", n, strerror(errno));
                 kill(child, SIGKILL);
@@ -119,7 +103,7 @@ int main(int argc, char **argv) {
                 return 1;
             }
         }
-        const double read = median(t_read, reps), write = median(t_write, reps), copy = median(t_copy, reps);
+        const double read = cli_median(t_read, reps), write = cli_median(t_write, reps), copy = cli_median(t_copy, reps);
         printf("%12zu %9.2f GB/s %9.2f GB/s %9.2f GB/s %9.2fx\n", n, (double)n / read / 1e9,
                (double)n / write / 1e9, (double)n / copy / 1e9, copy / read);
     }

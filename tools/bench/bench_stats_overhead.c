@@ -14,20 +14,17 @@
  * the ratios to `library`, i.e. what preloading ARShim costs a call it routes to the library. --self loops on MPI_COMM_SELF instead of MPI_COMM_WORLD: a call that costs the library
  * almost nothing, so the differences are the statistics' own nanoseconds. Without ARShim preloaded all modes are
  * the same native loop (a baseline for the shim's own cost).
- * Built by test/stats/meson.build; see docs/stats.md "Overhead". */
+ * Built by tools/bench/meson.build; see docs/stats.md "Overhead". */
 #include <dlfcn.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_util.h"
+
 enum { LIBRARY, OFF, COUNT, ON, SITES, MODES };
 static const char *mode_names[MODES] = {"library", "off", "count", "on", "callsites"};
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
@@ -85,7 +82,7 @@ int main(int argc, char **argv) {
     if (rank == 0) {
         double median[MODES], best[MODES];
         for (int m = 0; m < MODES; ++m) {
-            qsort(t[m], (size_t)reps, sizeof(double), cmp_double);
+            cli_sort(t[m], reps);
             median[m] = reps % 2 ? t[m][reps / 2] : 0.5 * (t[m][reps / 2 - 1] + t[m][reps / 2]);
             best[m] = t[m][0];
         }

@@ -14,30 +14,29 @@
 #include <string.h>
 #include <unistd.h>
 
-#define NAME_LEN 64
+#include "cli_util.h"
 
-static long parse_bytes(const char *text) {
-    char *end = NULL;
-    long v = strtol(text, &end, 10);
-    if (*end == 'K' || *end == 'k') v <<= 10;
-    else if (*end == 'M' || *end == 'm') v <<= 20;
-    return v;
-}
+#define NAME_LEN 64
 
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    int ppn = 0, hosts = 0, reps = 4;
+    int ppn = 0, hosts = 0, reps = 4, bad_size = 0;
     long bytes = 16L << 20;
     const char *prefix = NULL;
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--ppn") && i + 1 < argc) ppn = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--hosts") && i + 1 < argc) hosts = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--prefix") && i + 1 < argc) prefix = argv[++i];
-        else if (!strcmp(argv[i], "--bytes") && i + 1 < argc) bytes = parse_bytes(argv[++i]);
+        else if (!strcmp(argv[i], "--bytes") && i + 1 < argc)
+            bytes = cli_size_arg("cluster_probe", "--bytes", argv[++i], rank != 0, &bad_size);
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
+    }
+    if (bad_size) {
+        MPI_Finalize();
+        return 2;
     }
 
     /* 1. node split */

@@ -43,71 +43,13 @@ def load(path):
     return doc
 
 
-def _mini_validate(value, schema, root, where, errors):
-    """The subset of JSON Schema draft-07 that arshim-stats-1.schema.json uses (when jsonschema is missing)."""
-    if "$ref" in schema:
-        target = root
-        for part in schema["$ref"].lstrip("#/").split("/"):
-            target = target[part]
-        _mini_validate(value, target, root, where, errors)
-    types = schema.get("type")
-    if types is not None:
-        types = types if isinstance(types, list) else [types]
-        checks = {"object": lambda v: isinstance(v, dict), "array": lambda v: isinstance(v, list),
-                  "string": lambda v: isinstance(v, str), "boolean": lambda v: isinstance(v, bool),
-                  "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-                  "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-                  "null": lambda v: v is None}
-        if not any(checks[t](value) for t in types):
-            errors.append(f"{where}: {value!r} is not of type {'/'.join(types)}")
-            return
-    if "const" in schema and value != schema["const"]:
-        errors.append(f"{where}: {value!r} is not {schema['const']!r}")
-    if "enum" in schema and value not in schema["enum"]:
-        errors.append(f"{where}: {value!r} is not one of {schema['enum']}")
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if "minimum" in schema and value < schema["minimum"]:
-            errors.append(f"{where}: {value} < {schema['minimum']}")
-        if "maximum" in schema and value > schema["maximum"]:
-            errors.append(f"{where}: {value} > {schema['maximum']}")
-    if isinstance(value, str) and "pattern" in schema and not re.search(schema["pattern"], value):
-        errors.append(f"{where}: {value!r} does not match {schema['pattern']}")
-    if isinstance(value, dict):
-        for key in schema.get("required", []):
-            if key not in value:
-                errors.append(f"{where}: missing {key!r}")
-        props = schema.get("properties", {})
-        for key, item in value.items():
-            if key in props:
-                _mini_validate(item, props[key], root, f"{where}.{key}", errors)
-            elif isinstance(schema.get("additionalProperties"), dict):
-                _mini_validate(item, schema["additionalProperties"], root, f"{where}.{key}", errors)
-            elif schema.get("additionalProperties") is False:
-                errors.append(f"{where}: unexpected {key!r}")
-            if "propertyNames" in schema:
-                _mini_validate(key, schema["propertyNames"], root, f"{where} key", errors)
-    if isinstance(value, list) and "items" in schema:
-        for i, item in enumerate(value):
-            _mini_validate(item, schema["items"], root, f"{where}[{i}]", errors)
-    for sub in schema.get("allOf", []):
-        _mini_validate(value, sub, root, where, errors)
-    if "oneOf" in schema:
-        passing = 0
-        for sub in schema["oneOf"]:
-            trial = []
-            _mini_validate(value, sub, root, where, trial)
-            passing += not trial
-        if passing != 1:
-            errors.append(f"{where}: matches {passing} of the oneOf alternatives, expected exactly 1")
-    if "not" in schema:
-        trial = []
-        _mini_validate(value, schema["not"], root, where, trial)
-        if not trial:
-            errors.append(f"{where}: matches a forbidden form")
-
-
 def validate(path):
-    """Returns a list of problems (empty: valid)."""
+    """Returns a list of problems (empty: valid). Needs the jsonschema package (Debian: python3-jsonschema)."""
+    try:
+        import jsonschema  # python3-jsonschema
+    except ImportError:
+        raise ReportError("--validate needs the Python package jsonschema (Debian: apt-get install python3-jsonschema; "
+                          "pip: jsonschema)") from None
     with open(SCHEMA_FILE) as f:
         schema = json.load(f)
     try:
@@ -115,12 +57,6 @@ def validate(path):
             doc = json.load(f)
     except (OSError, json.JSONDecodeError) as e:
         return [f"{path}: {e}"]
-    try:
-        import jsonschema  # python3-jsonschema
-    except ImportError:
-        errors = []
-        _mini_validate(doc, schema, schema, "$", errors)
-        return errors
     validator = jsonschema.Draft7Validator(schema)
     return [f"$.{'.'.join(str(p) for p in e.absolute_path)}: {e.message}"
             for e in sorted(validator.iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))]
