@@ -43,16 +43,24 @@ public:
     // The key's value, inserted value-initialized when absent (*inserted says so); nullptr when its probe window
     // is full.
     Value* find_or_insert(const Key& key, uint64_t hash, bool* inserted = nullptr) {
+        return find_or_emplace(
+            hash, [&key](const Key& k) { return k == key; }, [&key](Key& k) { k = key; }, inserted);
+    }
+
+    // The same without building a Key for the lookup (large keys on the hot path: call sites): `matches(const Key&)`
+    // recognizes the key, `init(Key&)` writes it into a new slot.
+    template <typename Matches, typename Init>
+    Value* find_or_emplace(uint64_t hash, Matches&& matches, Init&& init, bool* inserted = nullptr) {
         std::size_t i = home(hash);
         for (std::size_t probe = 0; probe < Probes; ++probe, i = (i + 1) & (Slots - 1)) {
             Slot& s = slots_[i];
-            if (s.used && s.key == key) {
+            if (s.used && matches(s.key)) {
                 if (inserted) *inserted = false;
                 return &s.value;
             }
             if (!s.used) {
                 s.used = true;
-                s.key = key;
+                init(s.key);
                 ++size_;
                 if (inserted) *inserted = true;
                 return &s.value;

@@ -47,11 +47,19 @@ inline uint64_t hash_frames(const uintptr_t* frames, uint32_t depth) {
 
 inline void add_site(stats::ThreadCounters& t, const uintptr_t* frames, uint32_t depth, uint64_t bytes,
                      double ticks) {
-    stats::SiteKey key;
-    key.hash = hash_frames(frames, depth);
-    key.depth = depth;
-    for (uint32_t i = 0; i < depth; ++i) key.frames[i] = frames[i];
-    if (stats::Cell* cell = t.sites.find_or_insert(key, key.hash))
+    const uint64_t h = hash_frames(frames, depth);
+    auto same = [&](const stats::SiteKey& k) {
+        if (k.hash != h || k.depth != depth) return false;
+        for (uint32_t i = 0; i < depth; ++i)
+            if (k.frames[i] != frames[i]) return false;
+        return true;
+    };
+    auto init = [&](stats::SiteKey& k) {
+        k.hash = h;
+        k.depth = depth;
+        for (uint32_t i = 0; i < depth; ++i) k.frames[i] = frames[i];
+    };
+    if (stats::Cell* cell = t.sites.find_or_emplace(h, same, init))
         cell->add(bytes, ticks);
     else
         t.sites_overflow.add(bytes, ticks);
