@@ -115,6 +115,7 @@ enum class Reason : uint8_t {
     buffer_too_large,
     shm_unavailable,
     sharp_unavailable,
+    cold_communicator,  // one of a communicator's first calls, before its context is worth building
     count
 };
 constexpr std::size_t kReasonCount = count_of<Reason>();
@@ -122,7 +123,8 @@ constexpr Reason kServed = Reason::count;  // a statistics row's reason when the
 inline constexpr const char* kReasonNames[] = {
     "policy",           "zero_count",          "single_rank",       "one_rank_per_node", "derived_datatype",
     "user_op",          "noncommutative_op",   "unsupported_op_type", "intercommunicator", "path_unavailable",
-    "nonuniform_ppn",   "buffer_too_large",    "shm_unavailable",   "sharp_unavailable", "served"};
+    "nonuniform_ppn",   "buffer_too_large",    "shm_unavailable",   "sharp_unavailable", "cold_communicator",
+    "served"};
 static_assert(std::size(kReasonNames) == kReasonCount + 1, "one name per reason, then 'served'");
 constexpr const char* reason_name(Reason reason) { return name_of(kReasonNames, reason); }
 

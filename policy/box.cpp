@@ -66,7 +66,7 @@ constexpr std::size_t kMaxPieces = 4096;
 
 }  // namespace
 
-std::vector<int> covering_boxes(const std::vector<Box>& boxes, std::size_t index) {
+std::vector<int> covering_boxes(const std::vector<Box>& boxes, std::size_t index, std::size_t* budget) {
     std::vector<Box> left{boxes[index].possible()};
     std::vector<int> used;
     if (left.front().empty()) return used;
@@ -77,6 +77,10 @@ std::vector<int> covering_boxes(const std::vector<Box>& boxes, std::size_t index
         bool touched = false;
         next.clear();
         for (const Box& piece : left) {
+            if (budget != nullptr) {  // every test of a piece against a rule counts
+                if (*budget == 0) return {};
+                --*budget;
+            }
             if (!piece.intersects(cut)) {
                 next.push_back(piece);
                 continue;

@@ -74,8 +74,9 @@ struct Box {
 };
 
 // Indices of the boxes among boxes[0, index) that together cover boxes[index] (in increasing order), or an empty
-// vector when some call boxes[index] matches is matched by none of them. Exact for unions, within a work limit
-// beyond which the box is taken as reachable (no false warnings).
-std::vector<int> covering_boxes(const std::vector<Box>& boxes, std::size_t index);
+// vector when some call boxes[index] matches is matched by none of them. Exact for unions, within a work limit per
+// box and `*budget` piece-against-rule tests in all (decremented; shared by the calls for one table), beyond which the box
+// is taken as reachable (no false warnings).
+std::vector<int> covering_boxes(const std::vector<Box>& boxes, std::size_t index, std::size_t* budget = nullptr);
 
 }  // namespace arshim::policy

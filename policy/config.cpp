@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include "kernels/vocabulary.h"
+#include "policy/text.h"
 
 #include <cctype>
 #include <cerrno>
@@ -47,8 +48,13 @@ const std::array<OptionSpec, kOptionCount> kOptions = {{
      "Policy file (TOML) read by rank 0 and broadcast; empty = the built-in table (policy/default.toml)."},
     {OptionId::policy_mode, "ARSHIM_POLICY_MODE", OptionType::choice, "replace", "replace|prepend", 0, 0,
      "replace: the file's rules replace the built-in table; prepend: they are tried before the built-in rules."},
+    {OptionId::policy_max_bytes, "ARSHIM_POLICY_MAX_BYTES", OptionType::size, "1M", nullptr, 4096, int64_t{1} << 30,
+     "Largest policy file rank 0 reads (a larger one, or anything but a regular file, is rejected: built-in table)."},
     {OptionId::shm_max, "ARSHIM_SHM_MAX", OptionType::size, "64M", nullptr, 64 * 1024, kTiB,
      "Multi-leader path: largest node shared-memory window per communicator; larger buffers go in chunks."},
+    {OptionId::context_after, "ARSHIM_CONTEXT_AFTER", OptionType::integer, "8", nullptr, 1, 1 << 20,
+     "A communicator's node layout (collective) is built at its Nth allreduce; the calls before go native, counted "
+     "as cold_communicator (1 = at the first call; MPI_COMM_WORLD and forced paths always start at once)."},
     {OptionId::stats, "ARSHIM_STATS", OptionType::text, "", nullptr, 0, 0,
      "Write the call-statistics log (JSON) to this path at finalize; %r = rank, %j = job id."},
     {OptionId::stats_summary, "ARSHIM_STATS_SUMMARY", OptionType::flag, "auto", nullptr, 0, 1,
@@ -59,8 +65,15 @@ const std::array<OptionSpec, kOptionCount> kOptions = {{
      "Stack frames used to tell call sites apart (1 = the caller of MPI_Allreduce)."},
     {OptionId::stats_per_rank, "ARSHIM_STATS_PER_RANK", OptionType::flag, "0", nullptr, 0, 1,
      "Also write one statistics file per rank."},
+    {OptionId::stats_follow_symlinks, "ARSHIM_STATS_FOLLOW_SYMLINKS", OptionType::flag, "0", nullptr, 0, 1,
+     "1 writes the statistics log through a symbolic link at its path; 0 refuses (docs/stats.md, 'Where the log "
+     "goes')."},
+    {OptionId::init_timeout, "ARSHIM_INIT_TIMEOUT", OptionType::integer, "30", nullptr, 1, 3600,
+     "Seconds the ranks wait at MPI_Init to learn that every rank loaded the same ARShim; otherwise ARShim is "
+     "disabled on every rank. Read from each rank's own environment."},
     {OptionId::sharp, "ARSHIM_SHARP", OptionType::choice, "auto", "auto|on|off", 0, 0,
-     "SHARP in-network path: auto loads the library if present, on warns when it cannot, off never loads it."},
+     "SHARP in-network path: auto loads the library if present and a rule or ARSHIM_PATH can route calls to it, "
+     "on warns when it cannot, off never loads it."},
     {OptionId::sharp_lib, "ARSHIM_SHARP_LIB", OptionType::text, "libsharp_coll.so", nullptr, 0, 0,
      "File name or path of the SHARP collective library to dlopen."},
     {OptionId::sharp_sat_threshold, "ARSHIM_SHARP_SAT_THRESHOLD", OptionType::size, "8K", nullptr, 0, kTiB,
@@ -250,14 +263,14 @@ Config Config::from_pairs(const EnvPairs& pairs, std::vector<std::string>* probl
             if (name == candidate.name) spec = &candidate;
         if (spec == nullptr) {
             if (problems)
-                problems->push_back(name + ": unknown variable (ignored); the ARSHIM_* variables are listed by "
+                problems->push_back(printable(name, 64) + ": unknown variable (ignored); the ARSHIM_* variables are listed by "
                                            "'arshim policy options' and in README.md");
             continue;
         }
         OptionValue value;
         if (!parse_value(*spec, text, &value)) {
             if (problems)
-                problems->push_back(name + "=\"" + text + "\": expected " + allowed_values(*spec) +
+                problems->push_back(name + "=\"" + printable(text, 120, true) + "\": expected " + allowed_values(*spec) +
                                     "; using the default (" + spec->default_value + ")");
             continue;
         }

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "policy/rules.h"
+#include "policy/text.h"
 
 namespace arshim::policy {
 
@@ -214,16 +215,16 @@ struct PolicyBuilder {
     }
 
     static LoadResult load(const Config& cfg, const std::string* file_text, const std::string& file_name,
-                           const std::string& mpi_flavor) {
+                           const std::string& mpi_flavor, bool check_reachability) {
         LoadResult result;
         auto policy = std::make_shared<Policy>();
-        const std::string name = file_name.empty() ? "policy file" : file_name;
+        const std::string name = file_name.empty() ? "policy file" : printable(file_name, 200);
 
         if (!mpi_flavor.empty()) {
             Flavor flavor = Flavor::mpich;
             if (parse_flavor(mpi_flavor, &flavor)) policy->flavor_bit_ = 1u << static_cast<unsigned>(flavor);
             else
-                result.problems.push_back("policy: unknown MPI flavor '" + mpi_flavor +
+                result.problems.push_back("policy: unknown MPI flavor '" + printable(mpi_flavor, 40) +
                                           "'; allowed: mpich, openmpi (rules restricted by 'mpi' never match)");
         }
         policy->flavor_ = mpi_flavor;
@@ -233,7 +234,7 @@ struct PolicyBuilder {
 
         Table file;
         if (file_text != nullptr) {
-            file = read_table(*file_text, name);
+            file = read_table(*file_text, name, check_reachability);
             result.problems.insert(result.problems.end(), file.problems.begin(), file.problems.end());
             if (file.usable()) {
                 result.file_used = true;
@@ -262,8 +263,8 @@ struct PolicyBuilder {
 };
 
 LoadResult load_policy(const Config& cfg, const std::string* file_text, const std::string& file_name,
-                       const std::string& mpi_flavor) {
-    return PolicyBuilder::load(cfg, file_text, file_name, mpi_flavor);
+                       const std::string& mpi_flavor, bool check_reachability) {
+    return PolicyBuilder::load(cfg, file_text, file_name, mpi_flavor, check_reachability);
 }
 
 }  // namespace arshim::policy

@@ -131,8 +131,9 @@ struct LoadResult {
 // the built-in ones (ARSHIM_POLICY_MODE=replace) or are tried before them (prepend); a file with any error is not
 // used at all (the built-in table is, and `problems` says so), warnings keep it. mpi_flavor: "mpich" or
 // "openmpi" keeps the rules for that flavor; "" keeps all rules, and flavor-restricted ones never match.
+// `check_reachability`: warn about rules that earlier rules hide (read_table; only one rank needs to).
 LoadResult load_policy(const Config& cfg, const std::string* file_text, const std::string& file_name,
-                       const std::string& mpi_flavor);
+                       const std::string& mpi_flavor, bool check_reachability = true);
 
 // The compiled-in policy/default.toml, byte for byte, and the name problems and describe_rule() give it.
 const std::string& builtin_policy_text();

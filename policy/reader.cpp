@@ -5,10 +5,12 @@
 #include <cctype>
 #include <sstream>
 #include <utility>
+#include <vector>
 
 #include <toml++/toml.h>
 
 #include "policy/rules.h"
+#include "policy/text.h"
 
 namespace arshim::policy {
 
@@ -20,6 +22,11 @@ constexpr const char* kRuleKeys[] = {"name",    "mpi",      "bytes",         "pp
                                      "window",  "leaders",  "pipeline_k",    "kernel", "sharp_mode", "sharp_leaders"};
 
 constexpr uint64_t kMaxCount = 0xFFFFFFFFull;  // CallFacts counts are 32-bit
+
+// Bounds checked before the text reaches the TOML parser (bounded_structure) and on the reachability check's work.
+constexpr int kMaxKeyParts = 16;
+constexpr std::size_t kMaxNesting = 16;
+constexpr std::size_t kReachabilityWork = 2000000;  // box tests for the whole table; beyond: not checked
 
 std::string join(const vocab::Words& words) {
     std::string out;
@@ -36,39 +43,8 @@ std::string_view trim(std::string_view s) {
     return s;
 }
 
-// Keeps a problem on one line: control characters are escaped, long text is cut (at a UTF-8 boundary; toml++ has
-// already checked that strings are valid UTF-8). `quoted`: the text goes between double quotes, so '"' and '\\'
-// are escaped too.
-std::string escape(std::string_view s, std::size_t max, bool quoted = false) {
-    bool cut = false;
-    if (s.size() > max) {
-        std::size_t end = max;
-        while (end > 0 && (static_cast<unsigned char>(s[end]) & 0xC0) == 0x80) --end;
-        s = s.substr(0, end);
-        cut = true;
-    }
-    std::string out;
-    static const char hex[] = "0123456789abcdef";
-    for (char ch : s) {
-        const auto c = static_cast<unsigned char>(ch);
-        if (quoted && (c == '"' || c == '\\')) {
-            out += '\\';
-            out += ch;
-        } else if (c == '\n') {
-            out += "\\n";
-        } else if (c == '\t') {
-            out += "\\t";
-        } else if (c < 0x20 || c == 0x7F) {
-            out += "\\x";
-            out += hex[c >> 4];
-            out += hex[c & 15];
-        } else {
-            out += ch;
-        }
-    }
-    if (cut) out += "...";
-    return out;
-}
+// Keeps a problem on one line (policy/text.h).
+std::string escape(std::string_view s, std::size_t max, bool quoted = false) { return printable(s, max, quoted); }
 
 const char* type_phrase(toml::node_type type) {
     switch (type) {
@@ -404,7 +380,7 @@ std::string rule_list(const std::vector<int>& indices) {
     return out;
 }
 
-void read_document(const toml::table& root, Reporter& report, Table* table) {
+void read_document(const toml::table& root, Reporter& report, Table* table, bool check_reachability) {
     bool have_version = false;
     const toml::node* rules = nullptr;
     int rules_line = 1;
@@ -457,8 +433,9 @@ void read_document(const toml::table& root, Reporter& report, Table* table) {
         if (RuleReader(report, number).read(*rule_table, &rule)) table->rules.push_back(std::move(rule));
         else all_read = false;
     }
-    if (!all_read) return;  // the unreachable check needs every rule
+    if (!all_read || !check_reachability) return;  // the unreachable check needs every rule
 
+    std::size_t work = kReachabilityWork;  // shared by all rules: a 20 000-rule file costs bounded time
     std::vector<Box> boxes;
     for (const RuleSpec& rule : table->rules) boxes.push_back(rule.match);
     for (std::size_t i = 0; i < boxes.size(); ++i) {
@@ -467,7 +444,7 @@ void read_document(const toml::table& root, Reporter& report, Table* table) {
                                                      " can never match: ppn, nodes and comm_size are at least 1");
             continue;
         }
-        const std::vector<int> hiding = covering_boxes(boxes, i);
+        const std::vector<int> hiding = covering_boxes(boxes, i, &work);
         if (!hiding.empty())
             report.warning(table->rules[i].line, "rule " + std::to_string(i + 1) +
                                                      " can never match: every call it matches is matched first by " +
@@ -499,20 +476,94 @@ bool plain_ascii(std::string_view* text, Reporter& report) {
     return true;
 }
 
+// toml++ parses dotted keys, tables, arrays and inline tables recursively, so a deeply dotted or deeply nested input
+// overflows the stack (an 80 KB file holding one 40 000-part dotted key crashed every rank in MPI_Init). Before
+// parsing, a scanner that knows only TOML's quoting and brackets bounds the key depth, the nesting and the number
+// of [[rule]] tables. Returns false (with the problem) at the first excess.
+bool bounded_structure(std::string_view text, Reporter& report) {
+    std::vector<char> open;  // containers of the value being read: '[' array, '{' inline table
+    bool in_key = true;      // reading a key (line start at top level, after '{' or ',' in an inline table)
+    int parts = 1, line = 1, rules = 0;
+    auto fail = [&](const std::string& what) {
+        report.error(line, what + "; the policy file was not parsed");
+        return false;
+    };
+    auto key_part = [&]() {
+        if (++parts > kMaxKeyParts)
+            return fail("a key with more than " + std::to_string(kMaxKeyParts) +
+                        " dotted parts (policy keys have at most 2)");
+        return true;
+    };
+    // Skips a string starting at text[i] (a quote); returns the index of its last character.
+    auto skip_string = [&](std::size_t i) {
+        const char q = text[i];
+        const bool multi = text.substr(i, 3) == std::string(3, q);
+        std::size_t j = i + (multi ? 3 : 1);
+        for (; j < text.size(); ++j) {
+            if (text[j] == '\\' && q == '"') {
+                ++j;
+                if (j < text.size() && text[j] == '\n') ++line;
+                continue;
+            }
+            if (text[j] == '\n') {
+                ++line;
+                if (!multi) return j - 1;  // unterminated: the parser reports it
+            }
+            if (text[j] == q && (!multi || text.substr(j, 3) == std::string(3, q))) return multi ? j + 2 : j;
+        }
+        return text.size() - 1;
+    };
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (c == '"' || c == '\'') {
+            i = skip_string(i);
+        } else if (c == '#') {
+            while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
+        } else if (c == '\n') {
+            ++line;
+            if (open.empty()) in_key = true, parts = 1;
+        } else if (in_key && open.empty() && c == '[') {  // a table header: [a.b] or [[rule]]
+            if (text.substr(i, 6) == "[[rule") ++rules;
+            if (rules > kMaxRules)
+                return fail("more than " + std::to_string(kMaxRules) + " [[rule]] tables");
+            for (; i < text.size() && text[i] != ']' && text[i] != '\n'; ++i) {
+                if (text[i] == '"' || text[i] == '\'') i = skip_string(i);
+                else if (text[i] == '.' && !key_part()) return false;
+            }
+            if (i < text.size() && text[i] == '\n') --i;  // the newline ends the header's line above
+            parts = 1;
+        } else if (in_key) {
+            if (c == '.' && !key_part()) return false;
+            if (c == '=') in_key = false, parts = 1;
+            if (c == '}' && !open.empty()) open.pop_back(), in_key = false;  // an empty inline table
+        } else if (c == '[' || c == '{') {
+            open.push_back(c);
+            if (open.size() > kMaxNesting)
+                return fail("arrays or inline tables nested more than " + std::to_string(kMaxNesting) + " deep");
+            if (c == '{') in_key = true, parts = 1;
+        } else if ((c == ']' || c == '}') && !open.empty()) {
+            open.pop_back();
+        } else if (c == ',' && !open.empty() && open.back() == '{') {
+            in_key = true, parts = 1;
+        }
+    }
+    return true;
+}
+
 }  // namespace
 
-Table read_table(std::string_view text, const std::string& source) {
+Table read_table(std::string_view text, const std::string& source, bool check_reachability) {
     Table table;
     table.source = source;
     Reporter report(table.source);
-    if (!plain_ascii(&text, report)) {
+    if (!plain_ascii(&text, report) || !bounded_structure(text, report)) {
         report.finish(&table);
         return table;
     }
 #if TOML_EXCEPTIONS
     try {
         const toml::table root = toml::parse(text);
-        read_document(root, report, &table);
+        read_document(root, report, &table, check_reachability);
     } catch (const toml::parse_error& error) {
         report.error(line_of(error.source()), "TOML syntax error at column " +
                                                   std::to_string(error.source().begin.column) + ": " +
@@ -521,7 +572,7 @@ Table read_table(std::string_view text, const std::string& source) {
 #else
     toml::parse_result parsed = toml::parse(text);
     if (parsed) {
-        read_document(parsed.table(), report, &table);
+        read_document(parsed.table(), report, &table, check_reachability);
     } else {
         const toml::parse_error& error = parsed.error();
         report.error(line_of(error.source()), "TOML syntax error at column " +

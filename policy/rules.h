@@ -56,8 +56,12 @@ struct Table {
 
 // The schema version this build reads.
 constexpr int64_t kPolicyVersion = 1;
+// The most [[rule]] tables a policy file may hold (generated tables stay far below it).
+constexpr int kMaxRules = 4096;
 
-Table read_table(std::string_view text, const std::string& source);
+// `check_reachability`: also warn about rules earlier rules hide (a warning only; bounded work; the shim runs it
+// on rank 0 only).
+Table read_table(std::string_view text, const std::string& source, bool check_reachability = true);
 
 // Text forms shared by messages, `arshim-policy show` and the tests.
 std::string format_bytes_range(const Interval& buckets);  // "64K..4M", "4M..", "..64K", "any"

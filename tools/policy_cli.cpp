@@ -13,6 +13,7 @@
 #include "policy/config.h"
 #include "policy/policy.h"
 #include "policy/rules.h"
+#include "policy/text.h"
 
 extern char** environ;
 
@@ -33,13 +34,10 @@ const CLI::Validator kSize(
     },
     "SIZE");
 
-bool read_file(const std::string& path, std::string* text) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return false;
-    std::ostringstream buffer;
-    buffer << in.rdbuf();
-    *text = buffer.str();
-    return true;
+// The same rules as the shim's (policy/text.h): a regular file of at most ARSHIM_POLICY_MAX_BYTES, opened without
+// blocking. *problem says why not.
+bool read_file(const std::string& path, const Config& cfg, std::string* text, std::string* problem) {
+    return read_regular_file(path, static_cast<uint64_t>(cfg.number(OptionId::policy_max_bytes)), text, problem);
 }
 
 // The settings this program runs with: ARSHIM_* from its environment, as the shim would read them.
@@ -54,9 +52,9 @@ Config environment_config() {
 // Returns false when a named file cannot be read.
 bool load(const Config& cfg, const std::string& policy_option, const std::string& flavor, LoadResult* out) {
     const std::string file = policy_option.empty() ? cfg.text(OptionId::policy) : policy_option;
-    std::string text;
-    if (!file.empty() && !read_file(file, &text)) {
-        std::cerr << "arshim-policy: cannot read policy file '" << file << "'\n";
+    std::string text, problem;
+    if (!file.empty() && !read_file(file, cfg, &text, &problem)) {
+        std::cerr << "arshim-policy: policy file " << printable(file, 200) << ": " << problem << "\n";
         return false;
     }
     *out = load_policy(cfg, file.empty() ? nullptr : &text, file, flavor);
@@ -139,10 +137,11 @@ int run_explain(const ExplainArgs& args) {
 
 int run_check(const std::vector<std::string>& files) {
     int status = 0;
+    const Config cfg = environment_config();
     for (const std::string& file : files) {
-        std::string text;
-        if (!read_file(file, &text)) {
-            std::cout << file << ": cannot read\n";
+        std::string text, problem;
+        if (!read_file(file, cfg, &text, &problem)) {
+            std::cout << printable(file, 200) << ": " << problem << "\n";
             status = 1;
             continue;
         }

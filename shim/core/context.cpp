@@ -103,7 +103,7 @@ CommContext* CommContext::get(MPI_Comm comm) {
     CommContext* ctx = static_cast<CommContext*>(attribute);
     if (!found) {
         ctx = new CommContext;
-        ctx->build(comm);
+        ctx->build_local(comm);
         PMPI_Comm_set_attr(comm, key, ctx);
         std::lock_guard<std::mutex> lock(g_registry_mutex);
         g_registry.push_back(ctx);
@@ -112,7 +112,8 @@ CommContext* CommContext::get(MPI_Comm comm) {
     return ctx;
 }
 
-void CommContext::build(MPI_Comm user_comm) {
+// Local facts only (no communication): what routes the calls that never need the layout.
+void CommContext::build_local(MPI_Comm user_comm) {
     const Runtime& rt = runtime();
     comm = user_comm;
     config = &rt.config;
@@ -122,6 +123,7 @@ void CommContext::build(MPI_Comm user_comm) {
     PMPI_Comm_test_inter(user_comm, &is_inter);
     inter = is_inter != 0;
     stats_id = stats_shape_id(user_comm, inter);
+    warm_ = true;
     if (inter) return;  // intercommunicators always go native; nothing collective is done for them
 
     PMPI_Comm_rank(user_comm, &rank);
@@ -129,6 +131,27 @@ void CommContext::build(MPI_Comm user_comm) {
     node_of_rank.assign(static_cast<std::size_t>(size), 0);
     node_sizes.assign(1, size);
     if (size == 1) return;
+
+    // Building the layout costs collective calls (node split, node index, agreement: ~0.1-1 ms), which a program
+    // that creates a communicator for one or two allreduces never gets back. The world communicator and forced paths
+    // start at once; so does every communicator when the ranks' settings were not agreed at MPI_Init (their
+    // thresholds could differ).
+    const bool at_once = user_comm == MPI_COMM_WORLD || !rt.config_agreed || config->text(OptionId::path) != "auto";
+    warm_after_ = at_once ? 1 : config->number(OptionId::context_after);
+    warm_ = false;
+    if (warm_after_ <= 1) build_layout();
+}
+
+bool CommContext::count_cold_call() {
+    if (!warm_ && ++cold_calls_ >= warm_after_) build_layout();
+    return warm_;
+}
+
+void CommContext::build_layout() {
+    warm_ = true;
+    decisions_ = std::make_unique<FixedTable<DecisionKey, policy::Decision, 256, 8>>();
+    const Runtime& rt = runtime();
+    MPI_Comm user_comm = comm;
 
     // Node split. ARSHIM_VIRTUAL_PPN=k (tests, emulation) makes every k consecutive world ranks one node.
     const int64_t virtual_ppn = config->number(OptionId::virtual_ppn);
@@ -192,7 +215,8 @@ void CommContext::agree_on_settings() {
     bcast_string(policy_text, 0, comm);
     own_config_ = std::make_unique<Config>(Config::from_pairs(Config::deserialize(blob), nullptr));
     policy::LoadResult loaded = policy::load_policy(*own_config_, have_file ? &policy_text : nullptr,
-                                                    own_config_->text(OptionId::policy), mpi_flavor());
+                                                    own_config_->text(OptionId::policy), mpi_flavor(),
+                                                    /*check_reachability=*/false);
     own_policy_ = loaded.policy;
     config = own_config_.get();
     policy = own_policy_.get();
@@ -205,7 +229,8 @@ const policy::Decision& CommContext::decide(uint64_t bytes, uint32_t bucket, MPI
                                             const TypeInfo& type, kernels::Op kop) {
     const DecisionKey key{{handle_bits(datatype), handle_bits(op)}, bucket};
     bool inserted = false;
-    policy::Decision* cached = decisions_.find_or_insert(key, key.hash(), &inserted);
+    if (__builtin_expect(!decisions_, 0)) decisions_ = std::make_unique<FixedTable<DecisionKey, policy::Decision, 256, 8>>();
+    policy::Decision* cached = decisions_->find_or_insert(key, key.hash(), &inserted);
     if (cached != nullptr && !inserted) return *cached;
     const policy::CallFacts facts{bytes, static_cast<uint32_t>(ppn_max), static_cast<uint32_t>(node_count),
                                   static_cast<uint32_t>(size), ppn_uniform, type.dclass, kop};

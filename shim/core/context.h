@@ -36,6 +36,15 @@ public:
     // Once, at init (shim/core/runtime.cpp), before the first get().
     static void create_keyval();
 
+    // Whether the layout below is known. A new communicator's context starts cold (local facts only: inter, rank,
+    // size, statistics id) and is warmed, collectively, at its ARSHIM_CONTEXT_AFTER-th servable call, so that
+    // short-lived communicators never pay for the node split.
+    bool warm() const { return warm_; }
+    // Counts one servable call of a cold context; warms it (collective over the communicator) when it is due.
+    // Every rank counts the same calls (they depend only on values identical on all ranks), so every rank warms
+    // at the same call. Returns warm().
+    bool count_cold_call();
+
     // Bumped whenever a context is freed (a freed communicator's handle may come back for a new one): caches keyed by
     // communicator handle are valid only while it is unchanged.
     static uint64_t generation() { return g_generation.load(std::memory_order_acquire); }
@@ -107,8 +116,13 @@ public:
 
 private:
     CommContext() = default;
-    void build(MPI_Comm user_comm);
+    void build_local(MPI_Comm user_comm);
+    void build_layout();
     void agree_on_settings();
+
+    bool warm_ = false;
+    int64_t cold_calls_ = 0;
+    int64_t warm_after_ = 1;  // the call that warms the context
 
     struct HandlePair {
         uintptr_t datatype = 0;
@@ -124,7 +138,9 @@ private:
         bool operator==(const DecisionKey& o) const { return bucket == o.bucket && handles == o.handles; }
         uint64_t hash() const { return handles.hash() ^ bucket; }
     };
-    FixedTable<DecisionKey, policy::Decision, 256, 8> decisions_;
+    // ~20 KB: allocated when the context warms (a cold context costs a program that churns communicators nothing
+    // it does not use).
+    std::unique_ptr<FixedTable<DecisionKey, policy::Decision, 256, 8>> decisions_;
     policy::Decision uncached_;  // when the table is full (many distinct datatypes): computed per call
 
     std::unique_ptr<PathState> slots_[static_cast<std::size_t>(PathSlot::count)];

@@ -78,9 +78,11 @@ Routed route_call(const CallArgs& args) {
     Routed r;
     // Erroneous calls go to the library untouched so that it reports them with the user's error handler: null
     // handles, a negative count, send and receive buffers aliased without MPI_IN_PLACE (which ARShim's paths would
-    // quietly compute), and (below) a communicator handle the library does not accept.
+    // quietly compute), NULL buffers with elements to reduce (a path would dereference them; with a predefined
+    // datatype MPI_BOTTOM is NULL and erroneous too), and (below) a communicator handle the library does not accept.
     if (args.comm == MPI_COMM_NULL || args.count < 0 || args.datatype == MPI_DATATYPE_NULL ||
-        args.op == MPI_OP_NULL || (args.sendbuf == args.recvbuf && args.count > 0 && args.sendbuf != nullptr)) {
+        args.op == MPI_OP_NULL || (args.sendbuf == args.recvbuf && args.count > 0 && args.sendbuf != nullptr) ||
+        (args.count > 0 && (args.sendbuf == nullptr || args.recvbuf == nullptr))) {
         r.rc = run_native(args);
         return r;
     }
@@ -113,6 +115,10 @@ Routed route_call(const CallArgs& args) {
     r.replayable = route::replayable(traits);
     const vocab::Reason unservable = route::unservable(traits);
     if (unservable != vocab::kServed) return native_because(args, unservable, r);
+    if (!ctx->warm() && !ctx->count_cold_call()) {
+        r.replayable = false;  // every call of a cold communicator must be counted: never replayed
+        return native_because(args, vocab::Reason::cold_communicator, r);
+    }
 
     const policy::Decision& decision = ctx->decide(r.bytes, r.bucket, args.datatype, args.op, cls.type, cls.kop);
     if (decision.path == policy::Path::native) return native_because(args, vocab::Reason::policy, r);

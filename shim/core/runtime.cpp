@@ -12,8 +12,10 @@
 #include "arshim_config.h"
 #include "kernels/kernels.h"
 #include "policy/policy.h"
+#include "policy/text.h"
 #include "shim/core/context.h"
 #include "shim/core/guard.h"
+#include "shim/core/handshake.h"
 #include "shim/core/log.h"
 #include "shim/core/mpi_types.h"
 #include "shim/core/mpi_util.h"
@@ -52,18 +54,48 @@ std::string short_library_version(const char* text) {
     return out;
 }
 
-// Reads the policy file named by ARSHIM_POLICY. Returns false with a one-line problem when it cannot.
-bool read_policy_file(const std::string& path, std::string* text, std::string* problem) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-        *problem = "ARSHIM_POLICY=" + path + ": cannot open (" + std::strerror(errno) +
-                   "); using the built-in policy";
-        return false;
+// Reads the policy file named by ARSHIM_POLICY (a regular file of at most ARSHIM_POLICY_MAX_BYTES, opened without
+// blocking: policy/text.h). Returns false with a one-line problem when it cannot.
+bool read_policy_file(const Config& config, std::string* text, std::string* problem) {
+    const std::string& path = config.text(OptionId::policy);
+    const auto max = static_cast<uint64_t>(config.number(OptionId::policy_max_bytes));
+    if (read_regular_file(path, max, text, problem)) return true;
+    *problem = "ARSHIM_POLICY=" + printable(path, 200) + ": " + *problem + "; using the built-in policy";
+    return false;
+}
+
+// ARSHIM_SHARP=auto loads the SHARP library only when a call can be routed to the sharp path (a policy rule or
+// ARSHIM_PATH=sharp): loading runs the library's constructors and searches LD_LIBRARY_PATH in every rank.
+bool may_route_to_sharp(const policy::Policy& policy) {
+    if (policy.fallback().path == policy::Path::sharp) return true;
+    for (const policy::PolicyRule& rule : policy.rules())
+        if (rule.decision.path == policy::Path::sharp) return true;
+    return false;
+}
+
+void load_sharp(const Runtime& rt, bool collective) {
+    const std::string& mode = rt.config.text(OptionId::sharp);
+    const bool attempt = mode == "on" || (mode == "auto" && rt.policy && may_route_to_sharp(*rt.policy));
+    const bool loaded = attempt && sharp::load_at_init(rt.config, rt.world_rank);
+    if (!log::enabled(log::Level::info)) return;
+    if (!attempt) {
+        if (rt.world_rank == 0)
+            log::info("SHARP library not loaded: ARSHIM_SHARP={}{}", mode,
+                      mode == "off" ? "" : " and no policy rule or ARSHIM_PATH routes calls to the sharp path");
+        return;
     }
-    std::ostringstream buffer;
-    buffer << in.rdbuf();
-    *text = buffer.str();
-    return true;
+    // Which ranks loaded it (the log level is agreed, so every rank is here).
+    int counts[2] = {loaded ? 1 : 0, loaded ? rt.world_size : rt.world_rank};  // loaded; first rank without
+    if (collective) {
+        PMPI_Allreduce(MPI_IN_PLACE, &counts[0], 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+        PMPI_Allreduce(MPI_IN_PLACE, &counts[1], 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    }
+    if (rt.world_rank == 0 || !collective)
+        log::info("SHARP library {} loaded on {} of {} ranks{}", printable(rt.config.text(OptionId::sharp_lib), 200),
+                  counts[0], collective ? rt.world_size : 1,
+                  counts[0] < (collective ? rt.world_size : 1)
+                      ? " (first without it: rank " + std::to_string(counts[1]) + ")"
+                      : std::string());
 }
 
 // Called from MPI_Finalize through the delete callback of an attribute on MPI_COMM_SELF: MPI deletes
@@ -103,7 +135,22 @@ void initialize(bool collective) {
     rt->config_agreed = collective;
 
     // Settings: world rank 0's environment, broadcast, so ranks started with different environments still agree.
+    // First, every rank must have ARShim, or the broadcast would never be matched (shim/core/handshake.h).
     EnvPairs pairs = Config::pairs_from_environ(environ);
+    if (collective) {
+        const Config local = Config::from_pairs(pairs, nullptr);
+        log::configure(level_from(local), rt->world_rank);
+        const Handshake handshake = check_every_rank_loaded(
+            rt->world_rank, rt->world_size, static_cast<int>(local.number(OptionId::init_timeout)));
+        if (!handshake.all_loaded) {
+            if (!handshake.problem.empty()) log::warn("{}", handshake.problem);
+            rt->config = local;
+            rt->disabled = true;
+            rt->config_agreed = false;
+            g_runtime.store(rt, std::memory_order_release);
+            return;
+        }
+    }
     if (collective) {
         std::string blob = rt->world_rank == 0 ? Config::serialize(pairs) : std::string();
         bcast_string(blob, 0, MPI_COMM_WORLD);
@@ -134,7 +181,7 @@ void initialize(bool collective) {
         int have_file = 0;
         if (!policy_path.empty() && (!collective || rt->world_rank == 0)) {
             std::string problem;
-            if (read_policy_file(policy_path, &rt->policy_text, &problem))
+            if (read_policy_file(rt->config, &rt->policy_text, &problem))
                 have_file = 1;
             else
                 problems.push_back(problem);
@@ -145,7 +192,8 @@ void initialize(bool collective) {
         }
         rt->have_policy_file = have_file != 0;
         policy::LoadResult loaded = policy::load_policy(rt->config, rt->have_policy_file ? &rt->policy_text : nullptr,
-                                                        policy_path, mpi_flavor());
+                                                        policy_path, mpi_flavor(),
+                                                        /*check_reachability=*/rt->world_rank == 0 || !collective);
         rt->policy = loaded.policy;
         problems.insert(problems.end(), loaded.problems.begin(), loaded.problems.end());
     }
@@ -153,8 +201,9 @@ void initialize(bool collective) {
     for (const std::string& problem : problems) report_config_problem(*rt, problem);
     if (rt->config.flag(OptionId::strict)) abort_if_any_problem(!problems.empty(), collective);
     // The SHARP library is loaded now, not on the first sharp-routed call, so that a missing library under
-    // ARSHIM_SHARP=on is reported once at start (shim/sharp/lib.h); off never loads it.
-    if (!rt->disabled) sharp::load_at_init(rt->config, rt->world_rank);
+    // ARSHIM_SHARP=on is reported once at start (shim/sharp/lib.h); off never loads it, auto only when a call can be
+    // routed to it.
+    if (!rt->disabled) load_sharp(*rt, collective);
 
     if (!rt->disabled) install_finalize_hook();
     rt->init_time = PMPI_Wtime();

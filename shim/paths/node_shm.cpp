@@ -17,6 +17,24 @@ constexpr std::size_t kMultiNodeChunk = 1 << 20;
 
 }  // namespace
 
+char* allocate_shared(MPI_Comm comm, bool owner, std::size_t bytes, MPI_Win* window) {
+    // One cache line more than asked for: the start is aligned below.
+    const MPI_Aint size = owner ? static_cast<MPI_Aint>(bytes + kCacheLine) : 0;
+    void* mine = nullptr;
+    char* base = nullptr;
+    int rc = PMPI_Win_allocate_shared(size, 1, MPI_INFO_NULL, comm, &mine, window);
+    if (rc == MPI_SUCCESS) {
+        MPI_Aint got = 0;
+        int disp = 0;
+        rc = PMPI_Win_shared_query(*window, 0, &got, &disp, &base);
+    }
+    if (rc != MPI_SUCCESS || base == nullptr) return nullptr;
+    // Open MPI's shared window base is only 8-byte aligned: 64-byte counters would straddle cache lines (false
+    // sharing on the hot path, and undefined behaviour for alignas(64) objects). The mapping is page aligned plus the
+    // same offset in every process, so every rank skips the same number of bytes.
+    return base + (kCacheLine - reinterpret_cast<uintptr_t>(base) % kCacheLine) % kCacheLine;
+}
+
 ShmState* create_shm_state(CommContext& ctx, const ShmDomain& domain, std::size_t wanted_chunk) {
     auto* state = new ShmState;
     state->ppn = domain.size;
@@ -49,15 +67,8 @@ ShmState* create_shm_state(CommContext& ctx, const ShmDomain& domain, std::size_
     if (ok) {
         // Errors creating the window must come back to us (and be agreed on), not abort the job.
         PMPI_Comm_set_errhandler(domain.comm, MPI_ERRORS_RETURN);
-        const MPI_Aint bytes = domain.rank == 0 ? static_cast<MPI_Aint>(control + sets * chunk) : 0;
-        void* mine = nullptr;
-        int rc = PMPI_Win_allocate_shared(bytes, 1, MPI_INFO_NULL, domain.comm, &mine, &state->window);
-        if (rc == MPI_SUCCESS) {
-            MPI_Aint size = 0;
-            int disp = 0;
-            rc = PMPI_Win_shared_query(state->window, 0, &size, &disp, &state->base);
-        }
-        if (rc != MPI_SUCCESS) ok = 0;
+        state->base = allocate_shared(domain.comm, domain.rank == 0, control + sets * chunk, &state->window);
+        if (state->base == nullptr) ok = 0;
     }
     int all_ok = 0;  // everyone agrees on the outcome before anyone uses the window
     PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, ctx.comm);

@@ -119,6 +119,10 @@ inline std::size_t call_chunk_bytes(const ShmState& state, uint64_t bytes) {
 // chunk and what ARSHIM_SHM_MAX allows; collective over ctx.comm; every rank learns the same outcome: `usable` is
 // identical on all ranks). node_shm() is create_shm_state() for the node domain, kept in its context slot.
 ShmState* create_shm_state(CommContext& ctx, const ShmDomain& domain, std::size_t chunk);
+// A shared-memory window of `bytes` owned by the rank with `owner` (collective over `comm`, whose ranks share
+// memory), its start aligned to a cache line in every process; nullptr when the library refuses (then *window may
+// still need freeing).
+char* allocate_shared(MPI_Comm comm, bool owner, std::size_t bytes, MPI_Win* window);
 // Frees what create_shm_state() made (collective over the domain: the window) and the state itself.
 void free_shm_state(ShmState* state);
 

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <string>
 
+#include "policy/text.h"
 #include "shim/core/log.h"
 #include "shim/sharp/counters.h"
 
@@ -81,11 +82,12 @@ void create_group(CommContext& ctx, Group& g, const GroupSpec& spec) {
         g.usable = false;
         if (first[0] == 0) {
             if (ctx.rank == 0) {
-                const std::string detail = lib.api == nullptr ? lib.error : "missing on other ranks";
+                const std::string detail = lib.api == nullptr ? printable(lib.error, 300) : "missing on other ranks";
                 if (lib.mode == Mode::on)
                     warn_missing(lib, detail.c_str());
                 else if (log::first_time("sharp-missing-info"))
-                    log::info("SHARP library {} not loaded ({}): sharp-routed calls run native", lib.file, detail);
+                    log::info("SHARP library {} not loaded ({}): sharp-routed calls run native", printable(lib.file, 200),
+                              detail);
             }
         } else {
             if (ctx.rank == 0) count(Counter::group_failures);  // group events: once per communicator

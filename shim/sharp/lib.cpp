@@ -4,6 +4,7 @@
 
 #include <mutex>
 
+#include "policy/text.h"
 #include "shim/core/log.h"
 
 namespace arshim::sharp {
@@ -60,7 +61,7 @@ void load(const Config& config) {
         return;
     }
     lib.api = api;
-    log::debug("SHARP library {} loaded", lib.file);
+    log::debug("SHARP library {} loaded", printable(lib.file, 200));
 }
 
 }  // namespace
@@ -79,17 +80,19 @@ void warn_missing(const Library& lib, const char* detail) {
     if (!log::first_time("sharp-missing")) return;
     log::warn("ARSHIM_SHARP=on but the SHARP library ARSHIM_SHARP_LIB={} cannot be loaded ({}): sharp-routed "
               "calls fall back to the MPI library's allreduce",
-              lib.file, detail);
+              printable(lib.file, 200), detail);
 }
 
-void load_at_init(const Config& config, int world_rank) {
+bool load_at_init(const Config& config, int world_rank) {
     const Library& lib = library(config);
-    if (lib.mode == Mode::off || lib.api != nullptr) return;
-    if (world_rank != 0) return;
+    if (lib.mode == Mode::off || lib.api != nullptr) return lib.api != nullptr;
+    if (world_rank != 0) return false;
     if (lib.mode == Mode::on)
-        warn_missing(lib, lib.error.c_str());
+        warn_missing(lib, printable(lib.error, 300).c_str());
     else if (log::first_time("sharp-missing-info"))
-        log::info("SHARP library {} not loaded ({}): no in-network reduction", lib.file, lib.error);
+        log::info("SHARP library {} not loaded ({}): no in-network reduction", printable(lib.file, 200),
+                  printable(lib.error, 300));
+    return false;
 }
 
 bool map_type(kernels::Type type, kernels::Op op, ::sharp_datatype* dtype, ::sharp_datatype* tag) {

@@ -61,9 +61,10 @@ struct Library {
 // agrees on availability across ranks before any collective use (see shim/sharp/group.cpp).
 const Library& library(const Config& config);
 
-// For the runtime's MPI_Init step: loads the library now (ARSHIM_SHARP=auto|on) and, under `on`, has world rank 0
-// warn once when it cannot be loaded. Optional: the SHARP path loads it on its first call otherwise.
-void load_at_init(const Config& config, int world_rank);
+// For the runtime's MPI_Init step: loads the library now (ARSHIM_SHARP=auto|on; the runtime calls it under auto
+// only when a call can be routed to SHARP) and, under `on`, has world rank 0 warn once when it cannot be loaded.
+// Returns whether this rank has it. Optional: the SHARP path loads it on its first call otherwise.
+bool load_at_init(const Config& config, int world_rank);
 
 // The one-line warning for ARSHIM_SHARP=on with a library that cannot be loaded (names ARSHIM_SHARP_LIB and the
 // file); logged at most once per process.

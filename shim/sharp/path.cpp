@@ -130,16 +130,8 @@ struct Plan {
 // Creation (collective over the communicator; identical outcome on every rank)
 
 bool create_verdict(Level& level, MPI_Comm domain, int domain_rank) {
-    const MPI_Aint bytes = domain_rank == 0 ? static_cast<MPI_Aint>(sizeof(VerdictLine)) : 0;
-    void* mine = nullptr;
-    char* base = nullptr;
-    int rc = PMPI_Win_allocate_shared(bytes, 1, MPI_INFO_NULL, domain, &mine, &level.verdict_win);
-    if (rc == MPI_SUCCESS) {
-        MPI_Aint size = 0;
-        int disp = 0;
-        rc = PMPI_Win_shared_query(level.verdict_win, 0, &size, &disp, &base);
-    }
-    if (rc == MPI_SUCCESS && base != nullptr) {
+    char* base = allocate_shared(domain, domain_rank == 0, sizeof(VerdictLine), &level.verdict_win);
+    if (base != nullptr) {
         level.verdict = reinterpret_cast<VerdictLine*>(base);
         if (domain_rank == 0) new (level.verdict) VerdictLine{{0}, {0}};
     }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <climits>
 #include <cmath>
@@ -20,11 +21,13 @@
 #include <string>
 #include <vector>
 
+#include "policy/text.h"
 #include "shim/stats/callsites.h"
 #include "shim/core/log.h"
 #include "shim/core/mpi_util.h"
 #include "shim/core/runtime.h"
 #include "shim/stats/counters.h"
+#include "shim/stats/log_file.h"
 #include "shim/stats/report.h"
 
 namespace arshim::stats {
@@ -388,12 +391,18 @@ Report job_report(const LocalData& d, const Runtime& rt, int name_bytes) {
 // ---------------------------------------------------------------------------------------------------------------
 // Files
 
-// A job id from the launcher's environment, else "pid<N>" of the calling process.
+// A job id from the launcher's environment, else "pid<N>" of the calling process. It becomes part of a file name
+// (%j), so only [A-Za-z0-9._-] are kept (others become '_'), never "." or "..", at most 64 characters.
 std::string job_id_from_environment() {
     for (const char* name : {"SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "FLUX_JOB_ID", "COBALT_JOBID", "JOB_ID",
                              "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE", "PMI_KVSNAME"}) {
         const char* value = std::getenv(name);
-        if (value != nullptr && *value != '\0') return value;
+        if (value == nullptr || *value == '\0') continue;
+        std::string id(value, strnlen(value, 64));
+        for (char& c : id)
+            if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') c = '_';
+        if (id == "." || id == "..") id = "_";
+        return id;
     }
     return "pid" + std::to_string(getpid());
 }
@@ -426,27 +435,13 @@ std::string per_rank_path(const std::string& pattern, int rank, const std::strin
     return path + tag;
 }
 
-// Writes `text` to `path` through a temporary file in the same directory and a rename. Returns 0 or an errno.
-int write_atomically(const std::string& path, const std::string& text) {
-    const std::string temp = path + ".tmp." + std::to_string(getpid());
-    std::FILE* out = std::fopen(temp.c_str(), "w");
-    if (out == nullptr) return errno ? errno : EIO;
-    int error = 0;
-    if (std::fwrite(text.data(), 1, text.size(), out) != text.size()) error = errno ? errno : EIO;
-    if (std::fflush(out) != 0 && error == 0) error = errno ? errno : EIO;
-    if (error == 0 && fsync(fileno(out)) != 0 && errno != EINVAL && errno != EROFS) error = errno;
-    if (std::fclose(out) != 0 && error == 0) error = errno ? errno : EIO;
-    if (error == 0 && std::rename(temp.c_str(), path.c_str()) != 0) error = errno ? errno : EIO;
-    if (error != 0) std::remove(temp.c_str());
-    return error;
-}
-
-void warn_unwritable(const std::string& pattern, const std::string& path, int error) {
+void warn_unwritable(const std::string& pattern, const std::string& path, const WriteOutcome& outcome) {
     if (path == pattern)
-        log::error("ARSHIM_STATS={}: cannot write ({}); statistics not written", pattern, std::strerror(error));
+        log::error("ARSHIM_STATS={}: {}; statistics not written", printable(pattern, 200),
+                   outcome.refused.empty() ? "cannot write (" + outcome.describe() + ")" : outcome.refused);
     else
-        log::error("ARSHIM_STATS={}: cannot write {} ({}); statistics not written", pattern, path,
-                   std::strerror(error));
+        log::error("ARSHIM_STATS={}: {} {}; statistics not written", printable(pattern, 200), printable(path, 200),
+                   outcome.refused.empty() ? "cannot be written (" + outcome.describe() + ")" : outcome.refused);
 }
 
 }  // namespace
@@ -469,6 +464,7 @@ void finalize_report() {
     const bool collective = rt.config_agreed;
     if (!file && !summary) return;
     const bool sites = file && rt.config.flag(OptionId::stats_callsites);
+    const bool follow = rt.config.flag(OptionId::stats_follow_symlinks);
     const LocalData local = gather_local(sites);
 
     std::string job_id = rt.world_rank == 0 || !collective ? job_id_from_environment() : std::string();
@@ -480,12 +476,14 @@ void finalize_report() {
         mine.callsites_enabled = rt.config.flag(OptionId::stats_callsites);
         mine.depth = static_cast<int>(callsites::g_depth);
         const std::string path = per_rank_path(pattern, rt.world_rank, job_id);
-        const int error = write_atomically(path, to_json(mine));
+        const WriteOutcome outcome = write_log_file(path, to_json(mine), follow);
+        // A refusal has no errno of its own: EPERM stands for it in the one-line report of rank 0.
+        const int error = outcome.ok() ? 0 : outcome.error != 0 ? outcome.error : EPERM;
         if (!collective) {
-            if (error) warn_unwritable(pattern, path, error);
+            if (error) warn_unwritable(pattern, path, outcome);
             if (rt.world_rank == 0 || error == 0)
                 log::warn("ARSHIM_STATS: MPI_Init was not intercepted, so the ranks could not aggregate; each rank "
-                          "wrote its own file ({})", path);
+                          "wrote its own file ({})", printable(path, 200));
         } else {
             // One line for all ranks: how many failed, and the first one's error.
             long long in[2] = {error ? 1 : 0, error ? static_cast<long long>(rt.world_rank) * 4096 + error : LLONG_MAX};
@@ -496,8 +494,9 @@ void finalize_report() {
                 const int first_rank = static_cast<int>(first / 4096);
                 log::error("ARSHIM_STATS={}: {} of {} ranks could not write their per-rank file (rank {}: {} ({})); "
                            "per-rank statistics incomplete",
-                           pattern, failed, rt.world_size, first_rank,
-                           per_rank_path(pattern, first_rank, job_id), std::strerror(static_cast<int>(first % 4096)));
+                           printable(pattern, 200), failed, rt.world_size, first_rank,
+                           printable(per_rank_path(pattern, first_rank, job_id), 200),
+                           std::strerror(static_cast<int>(first % 4096)));
             }
         }
     }
@@ -512,8 +511,9 @@ void finalize_report() {
     std::string written;
     if (file) {
         const std::string path = expand(pattern, "all", job_id);
-        if (const int error = write_atomically(path, to_json(job)))
-            warn_unwritable(pattern, path, error);
+        const WriteOutcome outcome = write_log_file(path, to_json(job), follow);
+        if (!outcome.ok())
+            warn_unwritable(pattern, path, outcome);
         else
             written = path;
     }

@@ -68,7 +68,13 @@ expect explain-bad-file 0 'the file is not used' -- run "$exe" explain --bytes 1
 expect check-good 0 'good.toml: OK, 2 rules' -- run "$exe" check "$work/good.toml"
 expect check-default 0 'OK, [0-9]+ rules' -- run "$exe" check "$default_toml"
 expect check-bad 1 "bad.toml:5: rule 1: unknown key 'segmnts' \(did you mean 'segments'\?\)" -- run "$exe" check "$work/bad.toml"
-expect check-missing 1 'cannot read' -- run "$exe" check "$work/none.toml"
+expect check-missing 1 'none.toml: cannot open: No such file or directory' -- run "$exe" check "$work/none.toml"
+# Hostile files give one line and no crash or hang (the tool reads them as the shim does).
+python3 -c 'print("version = 1\n[[rule]]\npath = \"native\"\n" + ".".join(["a"] * 40000) + " = 1")' >"$work/deep.toml"
+expect check-deep-key 1 'deep.toml:4: a key with more than 16 dotted parts' -- run "$exe" check "$work/deep.toml"
+mkfifo "$work/fifo.toml"
+expect check-fifo 1 'fifo.toml: is a FIFO, not a regular file' -- run timeout 20 "$exe" check "$work/fifo.toml"
+expect check-device 1 '/dev/zero: is a character device' -- run timeout 20 "$exe" check /dev/zero
 expect show 0 '^[0-9]+ +built-in default.toml:[0-9]+ +any +4M\.\. ' -- run "$exe" show
 expect show-override 0 '^overrides: ARSHIM_WINDOW=3$' -- run env ARSHIM_WINDOW=3 "$exe" show --mpi mpich
 expect show-mpi 0 '^1 +.*good.toml:3 +openmpi +64K\.\.4M +any +2\.\. ' -- run "$exe" show --policy "$work/good.toml"

@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# Hostile and careless inputs, tried from outside (issue: hardening): each case runs an ordinary MPI program with
+# ARShim preloaded and checks that results stay right, that the one-line message names the source, and that
+# nothing outside the program's own output is touched.
+#
+#   hardening_test.sh FLAVOR SHIM_LIB CHECK_EDGE_CALLS MARK_LIB [UBSAN_SHIM_LIB]
+set -uo pipefail
+flavor=$1 shim=$2 prog=$3 mark_lib=$4 ubsan_shim=${5:-}
+here=$(cd "$(dirname "$0")" && pwd)
+mpirun_sh=$here/../mpi/mpirun.sh
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+yield_lib=${ARSHIM_TEST_YIELD_LIB:-}
+for v in $(env | sed -n 's/^\(ARSHIM_[A-Z_]*\)=.*/\1/p'); do [[ $v == ARSHIM_TEST_YIELD_LIB ]] || unset "$v"; done
+fail=0
+
+ok() { echo "ok: $1"; }
+bad() { echo "FAIL $1"; [[ -n ${2:-} ]] && sed 's/^/    /' <<<"$2" | head -40; fail=1; }
+# run [VAR=VALUE ...] -- ARGS: two ranks with ARShim; sets $out, $rc and $secs
+run() {
+  local start=$SECONDS
+  out=$(ARSHIM_TEST_YIELD_LIB=$yield_lib ARSHIM_TEST_TIMEOUT=120 "$mpirun_sh" "$flavor" 2 "$shim" "$@" 2>&1)
+  rc=$? secs=$((SECONDS - start))
+}
+expect() {  # expect NAME PATTERN: the last run succeeded, its program checks held, and a line matches PATTERN
+  local name=$1 pattern=$2
+  if [[ $rc -ne 0 ]] || ! grep -q ": ok (0 failures)" <<<"$out"; then bad "$name: exit $rc or wrong results" "$out"
+  elif [[ -n $pattern ]] && ! grep -qE -- "$pattern" <<<"$out"; then bad "$name: no line matching '$pattern'" "$out"
+  else ok "$name (${secs} s)"; fi
+}
+
+# ---- 1, 2. the statistics log never replaces or writes through anything but its own regular file -------------
+if [[ $(id -u) -eq 0 ]]; then
+  mknod "$work/null" c 1 3 && chmod 666 "$work/null"
+  run ARSHIM_STATS="$work/null" -- "$prog" sum
+  expect "ARSHIM_STATS names a character device: refused" 'ARSHIM_STATS=.*/null: is a character device'
+  [[ -c $work/null ]] || bad "the device node at ARSHIM_STATS was replaced"
+fi
+echo precious >"$work/victim"
+ln -s "$work/victim" "$work/link.json"
+run ARSHIM_STATS="$work/link.json" -- "$prog" sum
+expect "ARSHIM_STATS names a symlink: refused" 'ARSHIM_STATS=.*link.json: is a symbolic link'
+[[ $(cat "$work/victim") == precious && -L $work/link.json ]] || bad "the symlink's target was written"
+run ARSHIM_STATS="$work/link.json" ARSHIM_STATS_FOLLOW_SYMLINKS=1 -- "$prog" sum
+expect "ARSHIM_STATS_FOLLOW_SYMLINKS=1 writes through the link" ''
+grep -q '"schema"' "$work/victim" || bad "ARSHIM_STATS_FOLLOW_SYMLINKS=1: the link's target does not hold the log"
+ls -a "$work" | grep -q '^\.link\|^\.victim\|tmp' && bad "a temporary file was left behind: $(ls -a "$work")"
+
+# ---- 3, 4, 5. policy input: bounded, non-blocking, regular files only ----------------------------------------
+python3 -c 'print("version = 1\n[[rule]]\npath = \"native\"\n" + ".".join(["a"] * 40000) + " = 1")' >"$work/deep.toml"
+run ARSHIM_POLICY="$work/deep.toml" -- "$prog" sum
+expect "40 000-part dotted key: rejected before parsing" 'deep.toml:4: a key with more than 16 dotted parts'
+python3 -c 'print("version = 1\na = " + "[" * 5000 + "]" * 5000)' >"$work/nested.toml"
+run ARSHIM_POLICY="$work/nested.toml" -- "$prog" sum
+expect "5 000 nested arrays: rejected before parsing" 'nested.toml:2: arrays or inline tables nested more than'
+mkfifo "$work/fifo.toml"
+run ARSHIM_POLICY="$work/fifo.toml" -- "$prog" sum
+expect "a FIFO as the policy file: no hang" 'ARSHIM_POLICY=.*fifo.toml: is a FIFO, not a regular file'
+run ARSHIM_POLICY=/dev/zero -- "$prog" sum
+expect "/dev/zero as the policy file" 'ARSHIM_POLICY=/dev/zero: is a character device'
+head -c $((50 << 20)) /dev/zero | tr '\0' '#' >"$work/big.toml"
+run ARSHIM_POLICY="$work/big.toml" -- "$prog" sum
+expect "a 50 MB policy file" 'big.toml: is 52428800 bytes, more than the limit of 1048576 \(ARSHIM_POLICY_MAX_BYTES\)'
+python3 -c '
+print("version = 1")
+for i in range(20000): print("[[rule]]\nbytes = \"%d..\"\npath = \"native\"" % (1 << (i % 40)))' >"$work/rules.toml"
+run ARSHIM_POLICY="$work/rules.toml" -- "$prog" sum
+expect "20 000 rules: rejected at once" 'rules.toml:.*more than 4096 \[\[rule\]\] tables'
+[[ $secs -le 30 ]] || bad "20 000 rules took $secs s"
+python3 -c '
+print("version = 1")
+for i in range(4000): print("[[rule]]\nbytes = \"%d..\"\nppn = %d\npath = \"native\"" % (1 << (i % 40), i % 50 + 1))' >"$work/rules4k.toml"
+run ARSHIM_POLICY="$work/rules4k.toml" -- "$prog" sum
+expect "4 000 rules: accepted, reachability check bounded" ''
+[[ $secs -le 30 ]] || bad "4 000 rules took $secs s"
+
+# ---- 6. NULL buffers go to the library on every path (MPICH reports MPI_ERR_BUFFER; Open MPI 4.1.4's own
+# allreduce dereferences them, so there is no error to match there) -------------------------------------------
+if [[ $flavor == mpich ]]; then
+  for path in auto native pipelined multileader sharp; do
+    run ARSHIM_PATH=$path -- "$prog" null-buffer
+    expect "NULL buffer, ARSHIM_PATH=$path: the library's error, communicator usable" ''
+  done
+fi
+
+# ---- 7. shared window layout: UBSan (alignment) clean under Open MPI ----------------------------------------
+if [[ -n $ubsan_shim ]]; then
+  start=$SECONDS
+  out=$(ARSHIM_TEST_YIELD_LIB=$yield_lib "$mpirun_sh" "$flavor" 2 "$ubsan_shim" ARSHIM_PATH=multileader -- "$prog" sum 2>&1)
+  rc=$? secs=$((SECONDS - start))
+  if grep -q "runtime error" <<<"$out"; then bad "UBSan: misaligned access in the node window" "$out"
+  else expect "UBSan (alignment) clean on the multileader path" ''; fi
+fi
+
+# ---- 8. values echoed in messages are escaped and cut ---------------------------------------------------------
+run "ARSHIM_PATH=bogus$(printf '\033')[31m" -- "$prog" sum
+expect "an escape sequence in a value is printed escaped" 'ARSHIM_PATH="bogus\\x1b\[31m"'
+run "ARSHIM_SEGMENT_BYTES=$(head -c 100000 /dev/zero | tr '\0' 'x')" -- "$prog" sum
+expect "a 100 KB value: one short line" 'ARSHIM_SEGMENT_BYTES="x+\.\.\."'
+longest=$(awk '{ if (length($0) > n) n = length($0) } END { print n }' <<<"$out")
+[[ $longest -lt 1000 ]] || bad "a 100 KB value gave a $longest-character line"
+if [[ $flavor == openmpi ]]; then  # Hydra cannot forward a newline in a value; Open MPI's mpirun can
+  run $'ARSHIM_LOG=bogus\narshim[0] error: forged' -- "$prog" sum
+  expect "a newline in a value is printed escaped" 'ARSHIM_LOG="bogus\\narshim\[0\] error: forged"'
+  grep -q '^arshim\[0\] error: forged' <<<"$out" && bad "a newline in a value forged a line" "$out"
+fi
+
+# ---- 9. ARShim preloaded on some ranks only: no hang, a warning naming the ranks, ARShim off everywhere ------
+unset ARSHIM_TEST_YIELD_LIB
+mpmd() {  # mpmd PRELOAD_RANK0 PRELOAD_RANK1: "shim" or "none" for each of two ranks
+  local cmd=() p0=$1 p1=$2
+  local env0=(env ARSHIM_INIT_TIMEOUT=2) env1=(env ARSHIM_INIT_TIMEOUT=2)
+  [[ $p0 == shim ]] && env0+=(LD_PRELOAD="$shim${yield_lib:+:$yield_lib}")
+  [[ $p1 == shim ]] && env1+=(LD_PRELOAD="$shim${yield_lib:+:$yield_lib}")
+  [[ $p0 == none && -n $yield_lib ]] && env0+=(LD_PRELOAD="$yield_lib")
+  [[ $p1 == none && -n $yield_lib ]] && env1+=(LD_PRELOAD="$yield_lib")
+  case $flavor in
+    openmpi) cmd=(mpirun.openmpi --oversubscribe --mca mpi_yield_when_idle 1 --mca btl self,vader --bind-to none) ;;
+    mpich) cmd=(mpirun.mpich) ;;
+  esac
+  local start=$SECONDS
+  out=$(timeout -k 10 120 "${cmd[@]}" -n 1 "${env0[@]}" "$prog" sum : -n 1 "${env1[@]}" "$prog" sum 2>&1)
+  rc=$? secs=$((SECONDS - start))
+}
+mpmd shim none
+expect "ARShim on rank 0 only: finishes, names rank 1" 'arshim\[0\] warning: ARShim is not loaded on ranks 1 \(1 of 2 ranks\)'
+mpmd none shim
+expect "ARShim on rank 1 only: finishes, that rank says rank 0 did not answer" 'arshim\[1\] warning: rank 0 did not answer'
+
+# ---- 10. ARSHIM_SHARP=auto loads the library only when a call can be routed to SHARP ------------------------
+export ARSHIM_TEST_YIELD_LIB=$yield_lib
+rm -f "$work/mark"
+run ARSHIM_SHARP_LIB="$mark_lib" MARK_ON_LOAD_FILE="$work/mark" -- "$prog" sum
+expect "ARSHIM_SHARP=auto without sharp rules" ''
+[[ -e $work/mark ]] && bad "ARSHIM_SHARP=auto loaded the SHARP library although no call can be routed to it"
+run ARSHIM_SHARP_LIB="$mark_lib" MARK_ON_LOAD_FILE="$work/mark" ARSHIM_PATH=sharp -- "$prog" sum
+expect "ARSHIM_SHARP=auto with ARSHIM_PATH=sharp (control)" ''
+[[ $(wc -l <"$work/mark" 2>/dev/null || echo 0) -eq 2 ]] || bad "ARSHIM_PATH=sharp: the SHARP library was not loaded on both ranks"
+
+# ---- 11. communicator churn: contexts are built only for communicators that make enough calls ---------------
+cat >"$work/ml.toml" <<'TOML'
+version = 1
+
+[[rule]]
+path = "multileader"
+TOML
+run ARSHIM_POLICY="$work/ml.toml" -- "$prog" cold 8 65536
+expect "a new communicator's first 7 calls go native, the rest take the policy's path" ''
+run ARSHIM_POLICY="$work/ml.toml" ARSHIM_CONTEXT_AFTER=1 -- "$prog" cold 1 65536
+expect "ARSHIM_CONTEXT_AFTER=1: a path from the first call" ''
+run -- "$prog" churn 300
+expect "300 dup/allreduce/free cycles, default policy" ''
+run ARSHIM_PATH=multileader -- "$prog" churn 100
+expect "100 dup/allreduce/free cycles, multileader forced" ''
+exit $fail
