@@ -75,18 +75,15 @@ std::string printable(std::string_view s, std::size_t max, bool quoted) {
 
 namespace arshim {
 
-namespace {
-
-const char* file_kind(mode_t mode) {
+const char* special_file_kind(unsigned mode) {
     if (S_ISFIFO(mode)) return "a FIFO";
     if (S_ISCHR(mode)) return "a character device";
     if (S_ISBLK(mode)) return "a block device";
     if (S_ISDIR(mode)) return "a directory";
     if (S_ISSOCK(mode)) return "a socket";
+    if (S_ISLNK(mode)) return "a symbolic link";
     return "not a regular file";
 }
-
-}  // namespace
 
 bool read_regular_file(const std::string& path, uint64_t max_bytes, std::string* text, std::string* problem) {
     // O_NONBLOCK: opening a FIFO without a writer would otherwise block here while the other ranks wait in the
@@ -101,7 +98,7 @@ bool read_regular_file(const std::string& path, uint64_t max_bytes, std::string*
     if (!ok) {
         *problem = std::string("cannot stat: ") + std::strerror(errno);
     } else if (!S_ISREG(st.st_mode)) {
-        *problem = std::string("is ") + file_kind(st.st_mode) + ", not a regular file";
+        *problem = std::string("is ") + special_file_kind(st.st_mode) + ", not a regular file";
         ok = false;
     } else if (static_cast<uint64_t>(st.st_size) > max_bytes) {
         *problem = "is " + std::to_string(st.st_size) + " bytes, more than the limit of " + std::to_string(max_bytes) +

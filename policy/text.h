@@ -25,4 +25,7 @@ namespace arshim {
 // than the limit of 1 MiB", "cannot open: No such file or directory") for the caller to prefix with the variable.
 bool read_regular_file(const std::string& path, uint64_t max_bytes, std::string* text, std::string* problem);
 
+// "a FIFO", "a character device", "a directory", ... for a file that is not a regular file (st_mode of stat(2)).
+const char* special_file_kind(unsigned mode);
+
 }  // namespace arshim

@@ -1,5 +1,7 @@
 #include "shim/stats/log_file.h"
 
+#include "policy/text.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,15 +15,6 @@
 namespace arshim::stats {
 
 namespace {
-
-const char* kind_of(mode_t mode) {
-    if (S_ISCHR(mode)) return "a character device";
-    if (S_ISBLK(mode)) return "a block device";
-    if (S_ISFIFO(mode)) return "a FIFO";
-    if (S_ISSOCK(mode)) return "a socket";
-    if (S_ISDIR(mode)) return "a directory";
-    return "not a regular file";
-}
 
 std::string directory_of(const std::string& path) {
     const std::size_t slash = path.rfind('/');
@@ -110,11 +103,11 @@ WriteOutcome write_log_file(const std::string& path, const std::string& text, bo
             }
             target = resolved;
             if (lstat(target.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
-                out.refused = std::string("is a symbolic link to ") + kind_of(st.st_mode) + " (left alone)";
+                out.refused = std::string("is a symbolic link to ") + special_file_kind(st.st_mode) + " (left alone)";
                 return out;
             }
         } else if (!S_ISREG(st.st_mode)) {
-            out.refused = std::string("is ") + kind_of(st.st_mode) + " (left alone: the log is written only as a "
+            out.refused = std::string("is ") + special_file_kind(st.st_mode) + " (left alone: the log is written only as a "
                                                                        "regular file)";
             return out;
         }
