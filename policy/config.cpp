@@ -41,6 +41,9 @@ const std::array<OptionSpec, kOptionCount> kOptions = {{
      "Multi-leader path: pieces each inter-node allreduce is pipelined in (0 = policy)."},
     {OptionId::kernel_for_mpi, "ARSHIM_KERNEL_FOR_MPI", OptionType::choice, "auto", "auto|native|simd", 0, 0,
      "Op handed to MPI by the paths: the predefined op (native) or ARShim's SIMD op (simd); auto = policy."},
+    {OptionId::library_bugs, "ARSHIM_LIBRARY_BUGS", OptionType::choice, "avoid", "avoid|ignore", 0, 0,
+     "avoid: calls that hit a known wrong reduction of this MPI library (docs/library-bugs.md) are computed with "
+     "ARShim's kernels; ignore: left to the library, reproducing its results exactly."},
     {OptionId::kernel, "ARSHIM_KERNEL", OptionType::choice, "auto", "auto|scalar|avx2|avx512|neon|sve", 0, 0,
      "SIMD level of ARShim's reduction kernels; a level the CPU lacks falls back to the best available, "
      "with a warning."},

@@ -26,6 +26,7 @@ enum class OptionId : uint8_t {
     leaders,
     pipeline_k,
     kernel_for_mpi,
+    library_bugs,
     kernel,
     policy,
     policy_mode,

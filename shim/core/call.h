@@ -58,7 +58,8 @@ struct PathOutcome {
     static PathOutcome decline(vocab::Reason why) { return {false, MPI_SUCCESS, why, stats::SharpRun::none}; }
 };
 
-// The library's own allreduce for these arguments.
+// The library's own allreduce for these arguments (with `op` instead of args.op: a known library bug).
 int run_native(const CallArgs& args);
+int run_native(const CallArgs& args, MPI_Op op);
 
 }  // namespace arshim

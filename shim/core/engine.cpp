@@ -2,6 +2,7 @@
 
 #include "shim/core/context.h"
 #include "shim/core/guard.h"
+#include "shim/core/library_bugs.h"
 #include "shim/core/route.h"
 #include "shim/core/runtime.h"
 #include "shim/core/simd_ops.h"
@@ -26,10 +27,12 @@ struct Routed {
     stats::SharpRun sharp = stats::SharpRun::none;  // how the SHARP path ran it (LLT, SAT, host and why)
     bool replayable = false;  // the next such call can be replayed from the thread's memo (route.h)
     uint32_t element_size = 0;
+    // A (datatype, op) the library computes wrong (policy/library_bugs.h): the library gets ARShim's SIMD op instead.
+    MPI_Op library_op = MPI_OP_NULL;
 };
 
 Routed native_because(const CallArgs& args, vocab::Reason reason, Routed routed) {
-    routed.rc = run_native(args);
+    routed.rc = routed.library_op == MPI_OP_NULL ? run_native(args) : run_native(args, routed.library_op);
     routed.path = policy::Path::native;
     routed.reason = reason;
     return routed;
@@ -64,7 +67,9 @@ Call resolve(const CallArgs& args, CommContext& ctx, const CallClass& cls, const
     const auto op = static_cast<std::size_t>(cls.kop);
     const auto type = static_cast<std::size_t>(cls.type.type);
     MPI_Op library_op = args.op;
-    if (decision.kernel == policy::KernelChoice::simd) {
+    if (r.library_op != MPI_OP_NULL) {
+        library_op = r.library_op;  // a known library bug: never the predefined op
+    } else if (decision.kernel == policy::KernelChoice::simd) {
         const MPI_Op simd = simd_op(cls.kop);
         if (simd != MPI_OP_NULL) library_op = simd;
     }
@@ -113,6 +118,12 @@ Routed route_call(const CallArgs& args) {
         traits.commutative = commute != 0;
     }
     r.replayable = route::replayable(traits);
+    if (cls.library_bug >= 0 && runtime().avoid_library_bugs) {
+        // Right at every size and on every route: wherever the library reduces, it reduces with ARShim's op.
+        r.library_op = simd_op(cls.kop);
+        r.replayable = false;  // the memo replays with the predefined op
+        bugs::count(cls.library_bug);
+    }
     const vocab::Reason unservable = route::unservable(traits);
     if (unservable != vocab::kServed) return native_because(args, unservable, r);
     if (!ctx->warm() && !ctx->count_cold_call()) {
@@ -223,13 +234,13 @@ int allreduce(const CallArgs& args) {
 
 namespace arshim {
 
-int run_native(const CallArgs& args) {
+int run_native(const CallArgs& args) { return run_native(args, args.op); }
+
+int run_native(const CallArgs& args, MPI_Op op) {
 #if MPI_VERSION >= 4
-    if (args.large_count)
-        return PMPI_Allreduce_c(args.sendbuf, args.recvbuf, args.count, args.datatype, args.op, args.comm);
+    if (args.large_count) return PMPI_Allreduce_c(args.sendbuf, args.recvbuf, args.count, args.datatype, op, args.comm);
 #endif
-    return PMPI_Allreduce(args.sendbuf, args.recvbuf, static_cast<int>(args.count), args.datatype, args.op,
-                          args.comm);
+    return PMPI_Allreduce(args.sendbuf, args.recvbuf, static_cast<int>(args.count), args.datatype, op, args.comm);
 }
 
 }  // namespace arshim

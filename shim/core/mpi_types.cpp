@@ -6,6 +6,7 @@
 #include "shim/core/mpi_types.h"
 
 #include <cstddef>
+#include <cstring>
 
 #include "shim/core/fixed_table.h"
 #include "shim/core/mpi_util.h"
@@ -179,7 +180,9 @@ vocab::DtypeClass class_of(Category category) {
 
 struct TypeEntry {
     TypeInfo info;
-    uint16_t ops = 0;  // bit per kernels::Op: legal for the category and implemented by the kernels
+    uint16_t ops = 0;       // bit per kernels::Op: legal for the category and implemented by the kernels
+    uint16_t bug_ops = 0;   // bit per kernels::Op: the library computes it wrong (policy/library_bugs.h)
+    int8_t bug_entry[kernels::kOpCount] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
     const char* name = "";
 };
 
@@ -272,7 +275,28 @@ CallClass classify(MPI_Datatype datatype, MPI_Op op) {
     c.has_kernel_op = entry != nullptr && entry->op != Op::count;
     if (c.has_kernel_op) c.kop = entry->op;
     c.supported = c.has_kernel_op && type != nullptr && (type->ops >> static_cast<unsigned>(c.kop) & 1u);
+    if (c.supported && (type->bug_ops >> static_cast<unsigned>(c.kop) & 1u))
+        c.library_bug = type->bug_entry[static_cast<std::size_t>(c.kop)];
     return c;
+}
+
+bool mark_library_bug(const char* datatype_name, uint32_t ops, int entry) {
+    std::size_t count = 0;
+    const Known* list = known_types(&count);
+    bool found = false;
+    for (std::size_t i = 0; i < count; ++i) {
+        if (std::strcmp(list[i].name, datatype_name) != 0 || list[i].handle == MPI_DATATYPE_NULL) continue;
+        const uintptr_t key = handle_bits(list[i].handle);
+        TypeEntry* type = g_types.find(key, key);
+        if (type == nullptr) continue;
+        for (std::size_t op = 0; op < kernels::kOpCount; ++op)
+            if (ops >> op & 1u) {
+                type->bug_ops = static_cast<uint16_t>(type->bug_ops | (1u << op));
+                type->bug_entry[op] = static_cast<int8_t>(entry);
+            }
+        found = true;
+    }
+    return found;
 }
 
 const char* datatype_name(MPI_Datatype datatype) {

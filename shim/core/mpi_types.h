@@ -38,8 +38,14 @@ struct CallClass {
     bool has_kernel_op = false;   // a predefined reduction ARShim's kernels compute
     bool user_op = false;         // not a predefined op (MPI_Op_create)
     bool supported = false;       // has_kernel_op and the standard allows it on this datatype (kernel_supports)
+    int library_bug = -1;         // index of the known library bug this (datatype, op) hits (policy/library_bugs.h)
 };
 CallClass classify(MPI_Datatype datatype, MPI_Op op);
+
+// Marks the predefined datatype `datatype_name` ("MPI_UINT8_T") as computed wrong by the library for `ops` (bit
+// per kernels::Op), entry `entry` of policy::library_bugs(); after build_type_map(). False when this MPI has no such
+// datatype.
+bool mark_library_bug(const char* datatype_name, uint32_t ops, int entry);
 
 const char* datatype_name(MPI_Datatype datatype);  // "MPI_INT", ... or "derived"
 const char* mpi_op_name(MPI_Op op);                // "MPI_SUM", ... or "user"

@@ -16,6 +16,7 @@
 #include "shim/core/context.h"
 #include "shim/core/guard.h"
 #include "shim/core/handshake.h"
+#include "shim/core/library_bugs.h"
 #include "shim/core/log.h"
 #include "shim/core/mpi_types.h"
 #include "shim/core/mpi_util.h"
@@ -165,6 +166,7 @@ void initialize(bool collective) {
     int length = 0;
     PMPI_Get_library_version(version, &length);
     rt->mpi_version = short_library_version(version);
+    rt->mpi_version_full = version;
 
     if (!rt->disabled) {
         std::string isa_warning;
@@ -172,6 +174,10 @@ void initialize(bool collective) {
         if (!isa_warning.empty()) problems.push_back("ARSHIM_KERNEL: " + isa_warning);
         build_type_map();
         create_simd_ops();
+        if (rt->config.text(OptionId::library_bugs) == "avoid") {
+            rt->library_bugs = bugs::activate(rt->mpi_version_full);
+            rt->avoid_library_bugs = !rt->library_bugs.empty();
+        }
         CommContext::create_keyval();
         start_statistics(*rt);
 
@@ -215,6 +221,9 @@ void initialize(bool collective) {
                   rt->policy ? rt->policy->source() : std::string("none"), rt->disabled ? ", DISABLED" : "",
                   collective ? "" : " (settings read locally: MPI_Init was not intercepted)",
                   settings.empty() ? "defaults" : settings);
+        if (rt->avoid_library_bugs)
+            log::info("known wrong reductions of {} computed with ARShim's kernels instead: {} (docs/library-bugs.md)",
+                      rt->mpi_version, rt->library_bugs);
     }
     g_runtime.store(rt, std::memory_order_release);
 }

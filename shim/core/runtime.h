@@ -21,9 +21,12 @@ struct Runtime {
     bool config_agreed = false;  // config came from world rank 0 (MPI_Init was intercepted)
     double init_time = 0;        // MPI_Wtime at init, for the share of wall time spent in allreduce
     std::string mpi_version;     // MPI_Get_library_version, first line
+    std::string mpi_version_full;  // MPI_Get_library_version, all of it
     std::string policy_name;     // ARSHIM_POLICY as given ("" = built-in)
     std::string policy_text;     // the file's text as read by world rank 0 (what every rank parsed)
     bool have_policy_file = false;
+    bool avoid_library_bugs = false;  // ARSHIM_LIBRARY_BUGS=avoid and this library has entries (policy/library_bugs.h)
+    std::string library_bugs;         // the ids of the entries routed around, ", "-separated
 };
 
 // The MPI flavor this library was built for: "mpich" or "openmpi".

@@ -147,11 +147,14 @@ std::string to_json(const Report& r) {
     put_agg(totals, r.total);
     json sharp = json::object();  // the SHARP path's counters by their arshim_sharp_calls() names, summed over ranks
     json fallbacks = json::array();
+    json library_bugs = json::object();  // calls that hit each known library bug, by entry id (docs/library-bugs.md)
     Counts::for_each_field(r.counts, [&](uint64_t calls, const char* section, const char* key) {
         if (section == std::string("totals")) {
             totals[key] = calls;
         } else if (section == std::string("sharp")) {
             sharp[key] = calls;
+        } else if (section == std::string("library_bugs")) {
+            if (*key != '\0') library_bugs[key] = calls;
         } else if (calls != 0) {  // reasons
             fallbacks.push_back(json{{"reason", key}, {"calls", calls}, {"fallback", key != std::string("policy")}});
         }
@@ -213,6 +216,7 @@ std::string to_json(const Report& r) {
 
     doc["fallbacks"] = fallbacks;
     doc["sharp"] = sharp;
+    doc["library_bugs"] = library_bugs;
 
     json sites = json::array();
     for (const SiteEntry& s : r.sites) {
@@ -324,6 +328,13 @@ void print_summary(const Report& r, const std::string& written) {
         reasons += std::to_string(r.counts.reasons[i]);
     }
     if (!reasons.empty()) std::fprintf(out, "arshim[0] native because:%s\n", reasons.c_str());
+    std::string bug_calls;
+    for (std::size_t b = 0; b < bugs::kMaxEntries; ++b)
+        if (r.counts.library_bugs[b] > 0)
+            bug_calls += " library_bug:" + std::string(bugs::entry_id(b)) + "=" + std::to_string(r.counts.library_bugs[b]);
+    if (!bug_calls.empty())
+        std::fprintf(out, "arshim[0] computed with ARShim's kernels (the library's own reduction is wrong):%s\n",
+                     bug_calls.c_str());
     print_sharp_summary(out, r);
     if (r.counts.paused) std::fprintf(out, "arshim[0] not counted: %llu calls made while MPI_Pcontrol(0) paused collection\n",
                                static_cast<unsigned long long>(r.counts.paused));

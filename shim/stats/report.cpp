@@ -92,6 +92,7 @@ LocalData gather_local(bool with_sites) {
         d.total.merge(d.paths[p]);
     }
     for (std::size_t c = 0; c < kSharpCounters; ++c) d.counts.sharp[c] = sharp::read(static_cast<sharp::Counter>(c));
+    for (std::size_t b = 0; b < bugs::kMaxEntries; ++b) d.counts.library_bugs[b] = bugs::calls(b);
     // Communicators registered but never used for a counted call (e.g. only while paused) make no row.
     for (auto it = d.comms.begin(); it != d.comms.end();)
         it = it->second.cell.calls ? std::next(it) : d.comms.erase(it);

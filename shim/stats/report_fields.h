@@ -12,6 +12,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "shim/core/library_bugs.h"
 #include "shim/sharp/counters.h"
 #include "shim/stats/counters.h"
 
@@ -168,9 +169,11 @@ struct Counts {
     uint64_t paused = 0;
     uint64_t rows_dropped = 0;            // calls whose row did not fit a thread's table (still in paths/buckets)
     uint64_t sharp[kSharpCounters] = {};  // the SHARP path's counters (shim/sharp/counters.h)
+    uint64_t library_bugs[bugs::kMaxEntries] = {};  // calls that hit each known library bug (shim/core/library_bugs.h)
 
     // fn(value, JSON section, JSON key): "totals" keys sit in the log's totals object, "sharp" ones in its sharp
-    // object, "reasons" ones become its fallbacks array.
+    // object, "library_bugs" ones in its library_bugs object (key "" = no such entry), "reasons" ones become its
+    // fallbacks array.
     template <typename Self, typename Fn>
     static void for_each_field(Self& self, Fn&& fn) {
         for (std::size_t i = 0; i < kReasonCount; ++i)
@@ -180,6 +183,7 @@ struct Counts {
         fn(self.rows_dropped, "totals", "rows_folded_calls");
         for (std::size_t i = 0; i < kSharpCounters; ++i)
             fn(self.sharp[i], "sharp", sharp::counter_name(static_cast<sharp::Counter>(i)));
+        for (std::size_t i = 0; i < bugs::kMaxEntries; ++i) fn(self.library_bugs[i], "library_bugs", bugs::entry_id(i));
     }
     void pack(Arrays& a) const {
         for_each_field(*this, [&](const uint64_t& v, const char*, const char*) { a.push_count(v); });
