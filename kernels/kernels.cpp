@@ -156,6 +156,8 @@ Isa select_isa(const std::string& requested, std::string* warning) {
     return chosen;
 }
 
+void replace_active(const KernelTable* table) { g_active.store(table, std::memory_order_release); }
+
 const KernelTable& active() {
     const KernelTable* current = g_active.load(std::memory_order_acquire);
     if (current) return *current;

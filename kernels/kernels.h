@@ -49,5 +49,8 @@ const KernelTable& table(Isa isa);         // tables filled once; requesting an 
 // lacks the requested level, *warning receives one line saying so and what was used instead.
 Isa select_isa(const std::string& requested, std::string* warning);
 const KernelTable& active();
+// Tests only: makes `table` the active one (the deliberately wrong kernels of test/verify/kernel_fault.cpp, which
+// verify mode must catch). `table` must outlive every reduction.
+void replace_active(const KernelTable* table);
 
 }  // namespace arshim::kernels

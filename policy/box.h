@@ -40,6 +40,9 @@ constexpr std::size_t kFlavorCount = static_cast<std::size_t>(Flavor::count);
 constexpr uint32_t kAllDtypes = (1u << vocab::kPolicyDtypeClassCount) - 1;  // bit per DtypeClass
 constexpr uint32_t kAllOps = (1u << vocab::kOpCount) - 1;     // bit per kernels::Op
 constexpr uint32_t kAllFlavors = (1u << kFlavorCount) - 1;      // bit per Flavor
+// Whether a call hits a known wrong reduction of the MPI library that ARShim routes around (policy/library_bugs.h):
+// bit 0 = no, bit 1 = yes.
+constexpr uint32_t kNoLibraryBug = 1, kLibraryBug = 2, kAnyLibraryBug = kNoLibraryBug | kLibraryBug;
 
 // One call as the matcher sees it. `mpi` is a Flavor bit, or 0 when the flavor is unknown (rules restricted to a
 // flavor then never match).
@@ -51,6 +54,7 @@ struct Point {
     uint32_t dtype = 0;
     uint32_t op = 0;
     uint32_t mpi = 0;
+    uint32_t bug = kNoLibraryBug;
 };
 
 struct Box {
@@ -59,11 +63,12 @@ struct Box {
     uint32_t dtypes = kAllDtypes;
     uint32_t ops = kAllOps;
     uint32_t mpis = kAllFlavors;
+    uint32_t bugs = kAnyLibraryBug;
 
     bool contains(const Point& p) const {
         return dim[bucket].contains(p.bucket) && dim[ppn].contains(p.ppn) && dim[nodes].contains(p.nodes) &&
                dim[comm_size].contains(p.comm_size) && (dtypes & p.dtype) != 0 && (ops & p.op) != 0 &&
-               (mpis & p.mpi) != 0;
+               (mpis & p.mpi) != 0 && (bugs & p.bug) != 0;
     }
     bool empty() const;
     bool intersects(const Box& other) const;

@@ -44,6 +44,13 @@ const std::array<OptionSpec, kOptionCount> kOptions = {{
     {OptionId::library_bugs, "ARSHIM_LIBRARY_BUGS", OptionType::choice, "avoid", "avoid|ignore", 0, 0,
      "avoid: calls that hit a known wrong reduction of this MPI library (docs/library-bugs.md) are computed with "
      "ARShim's kernels; ignore: left to the library, reproducing its results exactly."},
+    {OptionId::verify, "ARSHIM_VERIFY", OptionType::integer, "0", nullptr, 0, 1 << 30,
+     "Verify mode: the first N calls of each (communicator, size bucket, datatype, op) that an ARShim path serves are "
+     "also computed by the library and compared (exactly, or within the reassociation bound for floating-point "
+     "sums and products); mismatches are reported and counted; the result is never changed (0 = off)."},
+    {OptionId::check_args, "ARSHIM_CHECK_ARGS", OptionType::flag, "0", nullptr, 0, 1,
+     "1: before every call, one small allreduce checks that all ranks passed the same count, datatype signature, op "
+     "and MPI_IN_PLACE use; a mismatch is reported on every rank and returns MPI_ERR_ARG instead of hanging."},
     {OptionId::kernel, "ARSHIM_KERNEL", OptionType::choice, "auto", "auto|scalar|avx2|avx512|neon|sve", 0, 0,
      "SIMD level of ARShim's reduction kernels; a level the CPU lacks falls back to the best available, "
      "with a warning."},

@@ -27,6 +27,8 @@ enum class OptionId : uint8_t {
     pipeline_k,
     kernel_for_mpi,
     library_bugs,
+    verify,
+    check_args,
     kernel,
     policy,
     policy_mode,

@@ -167,6 +167,9 @@ std::string format_set(uint32_t mask, uint32_t all, std::size_t count, const cha
 std::string format_dtypes(uint32_t mask) { return format_set(mask, kAllDtypes, vocab::kPolicyDtypeClassCount, dtype_class_name); }
 std::string format_ops(uint32_t mask) { return format_set(mask, kAllOps, vocab::kOpCount, vocab::op_name); }
 std::string format_flavors(uint32_t mask) { return format_set(mask, kAllFlavors, kFlavorCount, flavor_name); }
+std::string format_library_bug(uint32_t mask) {
+    return mask == kLibraryBug ? "yes" : mask == kNoLibraryBug ? "no" : "any";
+}
 
 const std::string& builtin_policy_text() {
     static const std::string text(generated::kDefaultToml, generated::kDefaultTomlSize);
@@ -187,6 +190,7 @@ Decision Policy::decide(const CallFacts& facts) const {
     p.dtype = dclass < vocab::kPolicyDtypeClassCount ? 1u << dclass : 0;
     p.op = op < vocab::kOpCount ? 1u << op : 0;
     p.mpi = flavor_bit_;
+    p.bug = facts.library_bug ? kLibraryBug : kNoLibraryBug;
     for (const PolicyRule& rule : rules_)
         if (rule.match.contains(p)) return rule.decision;
     return fallback_;

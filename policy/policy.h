@@ -49,6 +49,7 @@ struct CallFacts {
     bool ppn_uniform = true;
     DtypeClass dclass = DtypeClass::other;
     vocab::Op op = vocab::Op::sum;
+    bool library_bug = false;    // the library computes this (datatype, op) wrong and ARShim routes around it
 };
 
 struct Decision {

@@ -19,7 +19,8 @@ namespace {
 constexpr const char* kTopKeys[] = {"version", "rule"};
 constexpr const char* kRuleKeys[] = {"name",    "mpi",      "bytes",         "ppn",    "nodes",   "comm_size",
                                      "dtype",   "op",       "path",          "segments", "segment_bytes",
-                                     "window",  "leaders",  "pipeline_k",    "kernel", "sharp_mode", "sharp_leaders"};
+                                     "window",  "leaders",  "pipeline_k",    "kernel", "sharp_mode", "sharp_leaders",
+                                     "library_bug"};
 
 constexpr uint64_t kMaxCount = 0xFFFFFFFFull;  // CallFacts counts are 32-bit
 
@@ -162,6 +163,7 @@ public:
             else if (k == "ppn") read_counts(node, &rule->match.dim[Box::ppn]);
             else if (k == "nodes") read_counts(node, &rule->match.dim[Box::nodes]);
             else if (k == "comm_size") read_counts(node, &rule->match.dim[Box::comm_size]);
+            else if (k == "library_bug") read_library_bug(node, &rule->match.bugs);
             else if (k == "path") {
                 have_path = true;
                 read_choice(node, kPathWords, &rule->action.path);
@@ -222,6 +224,13 @@ private:
     template <typename Enum>
     void read_choice(const toml::node& node, const vocab::Words& names, Enum* out, uint32_t bit, RuleSpec* rule) {
         if (read_choice(node, names, out)) rule->set |= bit;
+    }
+
+    // true: the rule matches only calls that hit a known wrong reduction of the library (policy/library_bugs.h);
+    // false: only calls that do not.
+    void read_library_bug(const toml::node& node, uint32_t* mask) {
+        if (const auto* b = node.as_boolean()) *mask = b->get() ? kLibraryBug : kNoLibraryBug;
+        else wrong_type(node, "true or false");
     }
 
     // A name or a list of names; bit i of *mask for names.words[i].

@@ -69,5 +69,6 @@ std::string format_count_range(const Interval& counts);   // "8", "2..", "1..=8"
 std::string format_dtypes(uint32_t mask);                  // "float,int" or "any"
 std::string format_ops(uint32_t mask);
 std::string format_flavors(uint32_t mask);
+std::string format_library_bug(uint32_t mask);   // "yes", "no" or "any"
 
 }  // namespace arshim::policy

@@ -226,20 +226,29 @@ void CommContext::agree_on_settings() {
 }
 
 const policy::Decision& CommContext::decide(uint64_t bytes, uint32_t bucket, MPI_Datatype datatype, MPI_Op op,
-                                            const TypeInfo& type, kernels::Op kop) {
+                                            const TypeInfo& type, kernels::Op kop, bool library_bug) {
     const DecisionKey key{{handle_bits(datatype), handle_bits(op)}, bucket};
     bool inserted = false;
     if (__builtin_expect(!decisions_, 0)) decisions_ = std::make_unique<FixedTable<DecisionKey, policy::Decision, 256, 8>>();
     policy::Decision* cached = decisions_->find_or_insert(key, key.hash(), &inserted);
     if (cached != nullptr && !inserted) return *cached;
-    const policy::CallFacts facts{bytes, static_cast<uint32_t>(ppn_max), static_cast<uint32_t>(node_count),
-                                  static_cast<uint32_t>(size), ppn_uniform, type.dclass, kop};
+    policy::CallFacts facts{bytes, static_cast<uint32_t>(ppn_max), static_cast<uint32_t>(node_count),
+                            static_cast<uint32_t>(size), ppn_uniform, type.dclass, kop};
+    facts.library_bug = library_bug;
     policy::Decision& decision = cached != nullptr ? *cached : uncached_;
     decision = policy->decide(facts);
     if (cached != nullptr && log::enabled(log::Level::debug))
-        log::debug("decision: comm size {}, {} B of {} with {}: {} (rule {})", size, bytes, datatype_name(datatype),
-                   mpi_op_name(op), policy::path_name(decision.path), policy->describe_rule(decision.rule));
+        log::debug("decision: comm size {}, {} B of {} with {}{}: {} (rule {})", size, bytes, datatype_name(datatype),
+                   mpi_op_name(op), library_bug ? " (a known library bug)" : "",
+                   policy::path_name(decision.path), policy->describe_rule(decision.rule));
     return decision;
+}
+
+CommContext::KeyBook& CommContext::book(uint32_t bucket, kernels::Type type, kernels::Op op) {
+    if (!books_) books_ = std::make_unique<FixedTable<uint32_t, KeyBook, 256, 8>>();
+    const uint32_t key = bucket << 16 | static_cast<uint32_t>(type) << 8 | static_cast<uint32_t>(op);
+    KeyBook* entry = books_->find_or_insert(key, vocab::mix64(key));
+    return entry != nullptr ? *entry : overflow_book_;
 }
 
 void CommContext::release_mpi_resources() {

@@ -92,9 +92,21 @@ public:
     }
 
     // Decision for a call, memoized per (size bucket, datatype, op): O(1), no allocation after the first call for
-    // a key. Pure function of identical inputs, so identical on all ranks.
+    // a key. Pure function of identical inputs, so identical on all ranks. `library_bug`: the call hits a known
+    // wrong reduction of the library that ARShim routes around (policy key library_bug).
     const policy::Decision& decide(uint64_t bytes, uint32_t bucket, MPI_Datatype datatype, MPI_Op op,
-                                   const TypeInfo& type, kernels::Op kop);
+                                   const TypeInfo& type, kernels::Op kop, bool library_bug);
+
+    // What the modes that follow a key's calls keep (verify mode). It changes with the call sequence, which MPI
+    // makes identical on all ranks of the communicator, so it stays identical on all ranks -- provided every rank
+    // finds the same entry: the table is keyed by values identical on all ranks (size bucket, element type, op),
+    // never by handle bits (Open MPI's handles are addresses, different in every process), so every rank's table
+    // fills alike and overflows (into one shared entry) alike.
+    struct KeyBook {
+        uint32_t verified = 0;           // calls of this key checked against the library (ARSHIM_VERIFY)
+        bool mismatch_reported = false;  // a verify mismatch of this key was printed (one line per key)
+    };
+    KeyBook& book(uint32_t bucket, kernels::Type type, kernels::Op op);
 
     // --- the paths' per-communicator state (created lazily by the path that owns it) ---
     // A path's slot holds whatever it keeps for this communicator; the context only owns and releases it. Slots
@@ -142,6 +154,10 @@ private:
     // it does not use).
     std::unique_ptr<FixedTable<DecisionKey, policy::Decision, 256, 8>> decisions_;
     policy::Decision uncached_;  // when the table is full (many distinct datatypes): computed per call
+
+    // (bucket, type, op) packed; allocated on the first book() call.
+    std::unique_ptr<FixedTable<uint32_t, KeyBook, 256, 8>> books_;
+    KeyBook overflow_book_;  // the keys that did not fit, together (identically on every rank)
 
     std::unique_ptr<PathState> slots_[static_cast<std::size_t>(PathSlot::count)];
 

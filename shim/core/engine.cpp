@@ -1,11 +1,15 @@
 #include "shim/core/engine.h"
 
+#include <optional>
+
+#include "shim/core/arg_check.h"
 #include "shim/core/context.h"
 #include "shim/core/guard.h"
 #include "shim/core/library_bugs.h"
 #include "shim/core/route.h"
 #include "shim/core/runtime.h"
 #include "shim/core/simd_ops.h"
+#include "shim/core/verify.h"
 #include "shim/paths/paths.h"
 #include "shim/sharp/path.h"
 #include "shim/stats/callsites.h"
@@ -124,6 +128,7 @@ Routed route_call(const CallArgs& args) {
         r.replayable = false;  // the memo replays with the predefined op
         bugs::count(cls.library_bug);
     }
+    const bool library_bug = r.library_op != MPI_OP_NULL;
     const vocab::Reason unservable = route::unservable(traits);
     if (unservable != vocab::kServed) return native_because(args, unservable, r);
     if (!ctx->warm() && !ctx->count_cold_call()) {
@@ -131,9 +136,20 @@ Routed route_call(const CallArgs& args) {
         return native_because(args, vocab::Reason::cold_communicator, r);
     }
 
-    const policy::Decision& decision = ctx->decide(r.bytes, r.bucket, args.datatype, args.op, cls.type, cls.kop);
+    const policy::Decision& decision =
+        ctx->decide(r.bytes, r.bucket, args.datatype, args.op, cls.type, cls.kop, library_bug);
     if (decision.path == policy::Path::native) return native_because(args, vocab::Reason::policy, r);
     const Call call = resolve(args, *ctx, cls, r, decision);
+    // Verify mode: a key's first ARSHIM_VERIFY served calls are computed by the library too (shim/core/verify.h).
+    std::optional<verify::Check> check;
+    CommContext::KeyBook* book = nullptr;
+    if (runtime().verify_calls > 0) {
+        book = &ctx->book(r.bucket, cls.type.type, cls.kop);
+        if (book->verified < runtime().verify_calls) {
+            ++book->verified;
+            check.emplace(call);
+        }
+    }
     PathOutcome outcome;
     switch (decision.path) {
     case policy::Path::pipelined: outcome = run_pipelined(call); break;
@@ -146,6 +162,7 @@ Routed route_call(const CallArgs& args) {
         r.replayable = false;  // a path's state may change (SHARP disabled after an error): classify every call
         return native_because(args, outcome.reason, r);
     }
+    if (check) check->finish(call, outcome.rc, *book, library_bug);
     r.rc = outcome.rc;
     r.path = decision.path;
     r.sharp = outcome.sharp;
@@ -169,6 +186,11 @@ void remember(LastNative& last, const CallArgs& args, const Routed& routed, stat
     if (rt.disabled) return run_native(args);
 
     ReentryGuard guard;
+    // ARSHIM_CHECK_ARGS: all ranks passed the same arguments, or every rank returns an error (shim/core/arg_check.h).
+    if (rt.check_args) {
+        int rc = MPI_SUCCESS;
+        if (!argcheck::agree(args, &rc)) return rc;
+    }
     // Statistics: per-path and per-reason counts always (the query API); the clock pair (TSC) only when a log or
     // summary will report times, and the call site only when a log will list it; nothing when paused.
     const uint8_t flags = stats::g_flags.load(std::memory_order_relaxed);

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <mutex>
@@ -27,6 +28,11 @@
 #include "shim/stats/report.h"
 
 extern char** environ;
+
+// A test-only library (test/verify/kernel_fault.cpp, never installed) defines this to make some kernels wrong on
+// purpose, so that the tests can show verify mode catching them. In the product the hidden weak reference stays
+// null: only an object linked into the library itself could define it, a preloaded one cannot.
+extern "C" void arshim_test_inject_kernel_fault() __attribute__((weak, visibility("hidden")));
 
 namespace arshim {
 
@@ -171,6 +177,7 @@ void initialize(bool collective) {
     if (!rt->disabled) {
         std::string isa_warning;
         kernels::select_isa(rt->config.text(OptionId::kernel), &isa_warning);
+        if (arshim_test_inject_kernel_fault != nullptr) arshim_test_inject_kernel_fault();
         if (!isa_warning.empty()) problems.push_back("ARSHIM_KERNEL: " + isa_warning);
         build_type_map();
         create_simd_ops();
@@ -180,6 +187,9 @@ void initialize(bool collective) {
         }
         CommContext::create_keyval();
         start_statistics(*rt);
+        rt->verify_calls = static_cast<uint32_t>(rt->config.number(OptionId::verify));
+        rt->check_args = rt->config.flag(OptionId::check_args);
+        if (rt->check_args) stats::set_no_replay();
 
         // Policy: rank 0 reads the file and broadcasts its text; every rank parses the identical text.
         const std::string& policy_path = rt->config.text(OptionId::policy);
@@ -259,6 +269,18 @@ void report_config_problem(const Runtime& rt, const std::string& message) {
         else
             log::warn("{}", message);
     }
+}
+
+void wait_for_forwarding(MPI_Comm comm) {
+    PMPI_Barrier(comm);
+    // Hydra drops output it has not forwarded when a rank aborts (see abort_if_any_problem).
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+}
+
+void abort_after_logging(MPI_Comm comm) {
+    wait_for_forwarding(comm);
+    PMPI_Abort(comm, 1);
+    std::abort();
 }
 
 void abort_if_any_problem(bool have_problem, bool collective) {

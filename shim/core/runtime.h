@@ -27,6 +27,8 @@ struct Runtime {
     bool have_policy_file = false;
     bool avoid_library_bugs = false;  // ARSHIM_LIBRARY_BUGS=avoid and this library has entries (policy/library_bugs.h)
     std::string library_bugs;         // the ids of the entries routed around, ", "-separated
+    uint32_t verify_calls = 0;        // ARSHIM_VERIFY: calls checked per (communicator, bucket, datatype, op)
+    bool check_args = false;          // ARSHIM_CHECK_ARGS
 };
 
 // The MPI flavor this library was built for: "mpich" or "openmpi".
@@ -48,5 +50,11 @@ void after_mpi_init();
 void report_config_problem(const Runtime& rt, const std::string& message);
 // ARSHIM_STRICT=1: once every problem is logged, abort the job if any rank had one (collective when MPI is up).
 void abort_if_any_problem(bool have_problem, bool collective);
+// ARSHIM_STRICT=1, after every rank of `comm` learned of a problem (verify mismatch, argument mismatch): give the
+// launcher time to forward the lines, then abort the job.
+[[noreturn]] void abort_after_logging(MPI_Comm comm);
+// Collective over `comm`: every rank has logged what it had to say; waits until the launcher can have forwarded it
+// (before something ends the job: an abort, a fatal error handler).
+void wait_for_forwarding(MPI_Comm comm);
 
 }  // namespace arshim

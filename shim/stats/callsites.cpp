@@ -241,6 +241,12 @@ std::vector<LocalSite> collect(stats::Cell* overflow) {
     return sites;
 }
 
+std::string describe_address(const void* return_address) {
+    if (return_address == nullptr) return "an unknown call site";
+    Symbolizer symbolizer;
+    return describe(symbolizer.resolve(reinterpret_cast<uintptr_t>(return_address)));
+}
+
 std::string describe(const Frame& f) {
     std::string out;
     if (!f.function.empty()) {

@@ -103,6 +103,9 @@ std::vector<LocalSite> collect(stats::Cell* overflow);
 
 // "function (file:line)" or "function+0x1f [module]" or "module+0x1234": one frame, for humans.
 std::string describe(const Frame& frame);
+// The same for a return address the entry point saw (CallArgs::caller), symbolized now: for the one-line reports
+// of verify mode and the argument check, never on the hot path.
+std::string describe_address(const void* return_address);
 
 // Serialization of a site's frames for the cross-rank name table: fields separated by \t, frames by \n.
 std::string encode(const std::vector<Frame>& frames);

@@ -84,6 +84,7 @@ void set_callsites(bool on) {
     else
         g_flags.fetch_and(static_cast<uint8_t>(~kCallsites), std::memory_order_relaxed);
 }
+void set_no_replay() { g_flags.fetch_or(kNoReplay, std::memory_order_relaxed); }
 void set_timed(bool on) {
     if (on)
         g_flags.fetch_or(kTimed, std::memory_order_relaxed);

@@ -190,10 +190,13 @@ double seconds_per_tick();  // at finalize
 constexpr uint8_t kCollect = 1;
 constexpr uint8_t kCallsites = 2;
 constexpr uint8_t kTimed = 4;
+// Every call takes the classified path, never the native replay (ARSHIM_CHECK_ARGS checks each call first).
+constexpr uint8_t kNoReplay = 8;
 inline std::atomic<uint8_t> g_flags{kCollect};
 void set_enabled(bool on);    // MPI_Pcontrol(0/1)
 void set_callsites(bool on);  // also turns timing on (a call site's time needs the clock)
 void set_timed(bool on);
+void set_no_replay();  // once, at init
 
 // One classified call. `comm` is the communicator id, `reason` kServed unless the call went native as a fallback
 // (or because the policy said so).

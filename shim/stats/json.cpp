@@ -148,8 +148,14 @@ std::string to_json(const Report& r) {
     json sharp = json::object();  // the SHARP path's counters by their arshim_sharp_calls() names, summed over ranks
     json fallbacks = json::array();
     json library_bugs = json::object();  // calls that hit each known library bug, by entry id (docs/library-bugs.md)
+    json verify = json::object();        // verify mode (docs/verify.md), summed over ranks
+    json argument_check = json::object();
     Counts::for_each_field(r.counts, [&](uint64_t calls, const char* section, const char* key) {
-        if (section == std::string("totals")) {
+        if (section == std::string("verify")) {
+            verify[key] = calls;
+        } else if (section == std::string("argument_check")) {
+            argument_check[key] = calls;
+        } else if (section == std::string("totals")) {
             totals[key] = calls;
         } else if (section == std::string("sharp")) {
             sharp[key] = calls;
@@ -217,6 +223,12 @@ std::string to_json(const Report& r) {
     doc["fallbacks"] = fallbacks;
     doc["sharp"] = sharp;
     doc["library_bugs"] = library_bugs;
+    verify["enabled"] = runtime().verify_calls > 0;
+    verify["calls_per_key"] = runtime().verify_calls;
+    verify["worst_relative_difference"] = r.verify_relative.max;
+    doc["verify"] = verify;
+    argument_check["enabled"] = runtime().check_args;
+    doc["argument_check"] = argument_check;
 
     json sites = json::array();
     for (const SiteEntry& s : r.sites) {
@@ -336,6 +348,26 @@ void print_summary(const Report& r, const std::string& written) {
         std::fprintf(out, "arshim[0] computed with ARShim's kernels (the library's own reduction is wrong):%s\n",
                      bug_calls.c_str());
     print_sharp_summary(out, r);
+    if (r.counts.verify_calls > 0) {
+        std::fprintf(out,
+                     "arshim[0] verify: %llu calls compared with the library's result (summed over ranks): %llu "
+                     "mismatches; worst relative difference %.3g",
+                     static_cast<unsigned long long>(r.counts.verify_calls),
+                     static_cast<unsigned long long>(r.counts.verify_mismatches), r.verify_relative.max);
+        if (r.counts.verify_library_bug_calls > 0)
+            std::fprintf(out, "; %llu of %llu calls hitting a known library bug differed as expected",
+                         static_cast<unsigned long long>(r.counts.verify_library_bug_differences),
+                         static_cast<unsigned long long>(r.counts.verify_library_bug_calls));
+        if (r.counts.verify_unordered > 0)
+            std::fprintf(out, "; %llu elements outside any bound (NaN, overflow, underflow)",
+                         static_cast<unsigned long long>(r.counts.verify_unordered));
+        std::fputc('\n', out);
+    }
+    if (r.counts.argcheck_calls > 0)
+        std::fprintf(out, "arshim[0] argument check: %llu calls checked (summed over ranks), %llu with arguments that "
+                          "differ across ranks\n",
+                     static_cast<unsigned long long>(r.counts.argcheck_calls),
+                     static_cast<unsigned long long>(r.counts.argcheck_mismatches));
     if (r.counts.paused) std::fprintf(out, "arshim[0] not counted: %llu calls made while MPI_Pcontrol(0) paused collection\n",
                                static_cast<unsigned long long>(r.counts.paused));
     if (!r.sites.empty()) {

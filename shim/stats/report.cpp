@@ -25,7 +25,9 @@
 #include "shim/stats/callsites.h"
 #include "shim/core/log.h"
 #include "shim/core/mpi_util.h"
+#include "shim/core/arg_check.h"
 #include "shim/core/runtime.h"
+#include "shim/core/verify.h"
 #include "shim/stats/counters.h"
 #include "shim/stats/log_file.h"
 #include "shim/stats/report.h"
@@ -58,6 +60,7 @@ struct LocalData {
     std::map<std::pair<uint64_t, uint32_t>, Cell> rows;  // (comm id, packed key)
     Counts counts;
     std::vector<callsites::LocalSite> sites;
+    double verify_relative = 0;
     Cell sites_dropped;
     bool sites_recorded = false;
     double wall = 0;
@@ -93,6 +96,14 @@ LocalData gather_local(bool with_sites) {
     }
     for (std::size_t c = 0; c < kSharpCounters; ++c) d.counts.sharp[c] = sharp::read(static_cast<sharp::Counter>(c));
     for (std::size_t b = 0; b < bugs::kMaxEntries; ++b) d.counts.library_bugs[b] = bugs::calls(b);
+    d.counts.verify_calls = verify::g_calls.load();
+    d.counts.verify_mismatches = verify::g_mismatches.load();
+    d.counts.verify_library_bug_calls = verify::g_library_bug_calls.load();
+    d.counts.verify_library_bug_differences = verify::g_library_bug_differences.load();
+    d.counts.verify_unordered = verify::g_unordered.load();
+    d.counts.argcheck_calls = argcheck::g_checked.load();
+    d.counts.argcheck_mismatches = argcheck::g_mismatched.load();
+    d.verify_relative = verify::worst_relative();
     // Communicators registered but never used for a counted call (e.g. only while paused) make no row.
     for (auto it = d.comms.begin(); it != d.comms.end();)
         it = it->second.cell.calls ? std::next(it) : d.comms.erase(it);
@@ -141,6 +152,7 @@ Report rank_report(const LocalData& d, int rank, int np) {
     r.wall = {d.wall, d.wall, d.wall};
     const double share = d.wall > 0 ? d.total.seconds / d.wall : 0;
     r.share = {share, share, share};
+    r.verify_relative = {d.verify_relative, d.verify_relative, d.verify_relative};
     return r;
 }
 
@@ -296,6 +308,7 @@ Report job_report(const LocalData& d, const Runtime& rt, int name_bytes) {
     d.counts.pack(mine);
     Spread{}.pack(d.wall, mine);
     Spread{}.pack(d.wall > 0 ? d.total.seconds / d.wall : 0, mine);
+    Spread{}.pack(d.verify_relative, mine);
 
     Arrays total = mine;
     const bool root = rt.world_rank == 0;
@@ -386,6 +399,7 @@ Report job_report(const LocalData& d, const Runtime& rt, int name_bytes) {
     r.counts = Counts::unpack(un);
     r.wall = Spread::unpack(un, r.np);
     r.share = Spread::unpack(un, r.np);
+    r.verify_relative = Spread::unpack(un, r.np);
     return r;
 }
 

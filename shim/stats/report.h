@@ -66,6 +66,7 @@ struct Report {
     Counts counts;
     Spread wall;   // seconds between MPI_Init and MPI_Finalize
     Spread share;  // per-rank allreduce time / wall time
+    Spread verify_relative;  // verify mode: the largest relative difference from the library's result, per rank
 };
 
 // JSON text of a report (shim/stats/json.cpp). Run metadata comes from the runtime.

@@ -170,10 +170,15 @@ struct Counts {
     uint64_t rows_dropped = 0;            // calls whose row did not fit a thread's table (still in paths/buckets)
     uint64_t sharp[kSharpCounters] = {};  // the SHARP path's counters (shim/sharp/counters.h)
     uint64_t library_bugs[bugs::kMaxEntries] = {};  // calls that hit each known library bug (shim/core/library_bugs.h)
+    // Verify mode (shim/core/verify.h): calls checked, of which mismatched; checked calls that hit a known library
+    // bug, of which the library's result differed; elements no bound could judge.
+    uint64_t verify_calls = 0, verify_mismatches = 0, verify_library_bug_calls = 0, verify_library_bug_differences = 0,
+             verify_unordered = 0;
+    uint64_t argcheck_calls = 0, argcheck_mismatches = 0;  // ARSHIM_CHECK_ARGS (shim/core/arg_check.h)
 
     // fn(value, JSON section, JSON key): "totals" keys sit in the log's totals object, "sharp" ones in its sharp
-    // object, "library_bugs" ones in its library_bugs object (key "" = no such entry), "reasons" ones become its
-    // fallbacks array.
+    // object, "library_bugs" ones in its library_bugs object (key "" = no such entry), "verify" and
+    // "argument_check" ones in objects of those names, "reasons" ones become its fallbacks array.
     template <typename Self, typename Fn>
     static void for_each_field(Self& self, Fn&& fn) {
         for (std::size_t i = 0; i < kReasonCount; ++i)
@@ -184,6 +189,13 @@ struct Counts {
         for (std::size_t i = 0; i < kSharpCounters; ++i)
             fn(self.sharp[i], "sharp", sharp::counter_name(static_cast<sharp::Counter>(i)));
         for (std::size_t i = 0; i < bugs::kMaxEntries; ++i) fn(self.library_bugs[i], "library_bugs", bugs::entry_id(i));
+        fn(self.verify_calls, "verify", "calls");
+        fn(self.verify_mismatches, "verify", "mismatches");
+        fn(self.verify_library_bug_calls, "verify", "library_bug_calls");
+        fn(self.verify_library_bug_differences, "verify", "library_bug_differences");
+        fn(self.verify_unordered, "verify", "unordered_elements");
+        fn(self.argcheck_calls, "argument_check", "calls");
+        fn(self.argcheck_mismatches, "argument_check", "mismatches");
     }
     void pack(Arrays& a) const {
         for_each_field(*this, [&](const uint64_t& v, const char*, const char*) { a.push_count(v); });

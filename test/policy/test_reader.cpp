@@ -148,14 +148,14 @@ TEST_CASE("unknown keys are errors that name the key, the rule and what is allow
           std::vector<std::string>{
               "p.toml:6: rule 2: unknown key 'segmnts' (did you mean 'segments'?); allowed: name, mpi, bytes, ppn, "
               "nodes, comm_size, dtype, op, path, segments, segment_bytes, window, leaders, pipeline_k, kernel, "
-              "sharp_mode, sharp_leaders"});
+              "sharp_mode, sharp_leaders, library_bug"});
     CHECK(problems("version = 1\nrules = []\n[[rule]]\npath = \"native\"\n") ==
           std::vector<std::string>{"p.toml:2: unknown top-level key 'rules' (did you mean 'rule'?); allowed: "
                                    "version, rule (rules are [[rule]] tables)"});
     CHECK(problems("version = 1\n[[rule]]\npath = \"native\"\ncolour = \"red\"\n") ==
           std::vector<std::string>{"p.toml:4: rule 1: unknown key 'colour'; allowed: name, mpi, bytes, ppn, nodes, "
                                    "comm_size, dtype, op, path, segments, segment_bytes, window, leaders, "
-                                   "pipeline_k, kernel, sharp_mode, sharp_leaders"});
+                                   "pipeline_k, kernel, sharp_mode, sharp_leaders, library_bug"});
 }
 
 TEST_CASE("bad values: type, range, choice, syntax", "[reader][messages]") {
@@ -179,6 +179,7 @@ TEST_CASE("bad values: type, range, choice, syntax", "[reader][messages]") {
         "\"1..=8\" (8 included), \"4..16\" (16 excluded)",
         "p.toml:15: rule 1: sharp_mode = \"fast\" is not recognized; allowed: auto, llt, sat",
         "p.toml:16: rule 1: name = 7 is an integer; allowed: a string",
+        "p.toml:17: rule 1: library_bug = \"yes\" is a string; allowed: true or false",
     };
     const Table t = read(R"(version = 1
 [[rule]]
@@ -196,11 +197,30 @@ pipeline_k = 1025
 nodes = -1
 sharp_mode = "fast"
 name = 7
+library_bug = "yes"
 )");
     CHECK(t.problems == expected);
     CHECK(t.errors == static_cast<int>(expected.size()));
     CHECK_FALSE(t.usable());
     CHECK(t.rules.empty());
+}
+
+TEST_CASE("library_bug: rules for the calls the library computes wrong, or for the others", "[reader]") {
+    const Table t = read("version = 1\n[[rule]]\nlibrary_bug = true\npath = \"multileader\"\n"
+                         "[[rule]]\nlibrary_bug = false\nbytes = \"64K..\"\npath = \"pipelined\"\n"
+                         "[[rule]]\npath = \"native\"\n");
+    REQUIRE(t.problems.empty());
+    REQUIRE(t.rules.size() == 3);
+    CHECK(t.rules[0].match.bugs == kLibraryBug);
+    CHECK(t.rules[1].match.bugs == kNoLibraryBug);
+    CHECK(t.rules[2].match.bugs == kAnyLibraryBug);
+    CHECK(format_library_bug(t.rules[0].match.bugs) == "yes");
+    CHECK(format_library_bug(t.rules[1].match.bugs) == "no");
+    CHECK(format_library_bug(t.rules[2].match.bugs) == "any");
+    // Together, library_bug = true and = false cover every call: a rule after them is unreachable, and is reported.
+    const Table hidden = read("version = 1\n[[rule]]\nlibrary_bug = true\npath = \"multileader\"\n"
+                              "[[rule]]\nlibrary_bug = false\npath = \"pipelined\"\n[[rule]]\npath = \"native\"\n");
+    CHECK(hidden.warnings == 1);
 }
 
 TEST_CASE("file-level errors", "[reader][messages]") {

@@ -2,8 +2,12 @@
  * prints one CSV line per size: bytes,reps,median_us,min_us,p90_us. Each repetition is timed from a barrier, and the
  * time of a repetition is the slowest rank's. The first result of every size is checked on every rank.
  *
- *   bench_allreduce [--min BYTES] [--max BYTES] [--factor F] [--reps N] [--budget BYTES] [--type float|double|int]
- *                   [--in-place] */
+ *   bench_allreduce [--min BYTES] [--max BYTES] [--factor F] [--reps N] [--budget BYTES]
+ *                   [--type float|double|int|uint8|unsigned|ulong] [--op sum|max] [--in-place]
+ *
+ * uint8 SUM (Open MPI 4.1), unsigned MAX (MPICH 4.0) and ulong MAX (Open MPI 4.1.2-4.1.4) are reductions the
+ * libraries compute wrong (docs/library-bugs.md): ARShim routes them around, and these types time that route. The
+ * values stay small, so the library's own result is right here too and the two can be timed side by side. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +23,7 @@ int main(int argc, char **argv) {
     long long min_bytes = 8, max_bytes = 64LL << 20, budget = 512LL << 20;
     int factor = 4, max_reps = 200, in_place = 0, bad = 0;
     MPI_Datatype type = MPI_FLOAT;
+    MPI_Op op = MPI_SUM;
     int elem = 4;
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--min") && i + 1 < argc)
@@ -34,7 +39,13 @@ int main(int argc, char **argv) {
             ++i;
             if (!strcmp(argv[i], "double")) type = MPI_DOUBLE, elem = 8;
             else if (!strcmp(argv[i], "int")) type = MPI_INT, elem = 4;
+            else if (!strcmp(argv[i], "uint8")) type = MPI_UINT8_T, elem = 1;
+            else if (!strcmp(argv[i], "unsigned")) type = MPI_UNSIGNED, elem = 4;
+            else if (!strcmp(argv[i], "ulong")) type = MPI_UNSIGNED_LONG, elem = 8;
             else type = MPI_FLOAT, elem = 4;
+        } else if (!strcmp(argv[i], "--op") && i + 1 < argc) {
+            ++i;
+            op = !strcmp(argv[i], "max") ? MPI_MAX : MPI_SUM;
         } else {
             if (rank == 0) fprintf(stderr, "bench_allreduce: unknown option %s\n", argv[i]);
             MPI_Abort(MPI_COMM_WORLD, 2);
@@ -62,19 +73,27 @@ int main(int argc, char **argv) {
         for (int i = 0; i < count; ++i) {
             if (type == MPI_FLOAT) ((float *)send)[i] = (float)(rank + i % 3);
             else if (type == MPI_DOUBLE) ((double *)send)[i] = (double)(rank + i % 3);
+            else if (type == MPI_UINT8_T) ((unsigned char *)send)[i] = (unsigned char)(rank + i % 3);
+            else if (type == MPI_UNSIGNED) ((unsigned *)send)[i] = (unsigned)(rank + i % 3);
+            else if (type == MPI_UNSIGNED_LONG) ((unsigned long *)send)[i] = (unsigned long)(rank + i % 3);
             else ((int *)send)[i] = rank + i % 3;
         }
         for (int r = -2; r < reps; ++r) { /* two warm-up calls */
             if (in_place) memcpy(recv, send, (size_t)count * elem);
             MPI_Barrier(MPI_COMM_WORLD);
             double t0 = MPI_Wtime();
-            MPI_Allreduce(in_place ? MPI_IN_PLACE : send, recv, count, type, MPI_SUM, MPI_COMM_WORLD);
+            MPI_Allreduce(in_place ? MPI_IN_PLACE : send, recv, count, type, op, MPI_COMM_WORLD);
             double t = MPI_Wtime() - t0;
             if (r == -2)
                 for (int i = 0; i < count; ++i) {
-                    double want = (double)size * (size - 1) / 2 + (double)size * (i % 3);
-                    double got = type == MPI_FLOAT ? ((float *)recv)[i]
-                                 : type == MPI_DOUBLE ? ((double *)recv)[i] : ((int *)recv)[i];
+                    double want = op == MPI_MAX ? (double)(size - 1 + i % 3)
+                                                : (double)size * (size - 1) / 2 + (double)size * (i % 3);
+                    double got = type == MPI_FLOAT    ? ((float *)recv)[i]
+                                 : type == MPI_DOUBLE ? ((double *)recv)[i]
+                                 : type == MPI_UINT8_T ? ((unsigned char *)recv)[i]
+                                 : type == MPI_UNSIGNED ? ((unsigned *)recv)[i]
+                                 : type == MPI_UNSIGNED_LONG ? (double)((unsigned long *)recv)[i]
+                                                             : ((int *)recv)[i];
                     if (got != want) {
                         ++errors;
                         break;

@@ -40,6 +40,13 @@ def configurations(flavor, np_, names):
         # The same as native, run as a separate configuration: its "speed-up" is the measurement's noise floor.
         "native-control": (False, {}, []),
         "arshim-default": (True, {}, []),
+        # The library's own allreduce through ARShim: for a (type, op) the library computes wrong, with ARShim's
+        # op handed to it (the route around a known library bug, --type uint8/unsigned/ulong).
+        "arshim-native": (True, {"ARSHIM_PATH": "native"}, []),
+        # The default policy with the argument check on every call (docs/verify.md).
+        "arshim-check-args": (True, {"ARSHIM_CHECK_ARGS": "1"}, []),
+        # The default policy with every served call verified (the cost of a verified call; docs/verify.md).
+        "arshim-verify-all": (True, {"ARSHIM_VERIFY": "1000000000"}, []),
         "pipelined-64K": (True, {"ARSHIM_PATH": "pipelined", "ARSHIM_SEGMENT_BYTES": "64K",
                                  "ARSHIM_WINDOW": "16"}, []),
         "pipelined-32K": (True, {"ARSHIM_PATH": "pipelined", "ARSHIM_SEGMENT_BYTES": "32K",
@@ -82,7 +89,8 @@ def configurations(flavor, np_, names):
 def command(flavor, np_, build, preload, env, extra, args):
     program = os.path.join(build, "tools", "allreduce_bench", f"bench_allreduce-{flavor}")
     prog_args = ["--min", args.min, "--max", args.max, "--factor", str(args.factor), "--reps", str(args.reps),
-                 "--budget", args.budget] + (["--in-place"] if args.in_place else [])
+                 "--budget", args.budget, "--type", args.type, "--op", args.op] + \
+                (["--in-place"] if args.in_place else [])
     libs = []
     if preload:
         libs.append(os.path.join(build, "shim", f"libarshim-{flavor}.so"))
@@ -150,6 +158,10 @@ def main():
     p.add_argument("--rounds", type=int, default=3, help="interleaved rounds; figures are medians over them")
     p.add_argument("--configs", default="", help="comma-separated configuration names (default: all)")
     p.add_argument("--in-place", action="store_true", help="MPI_IN_PLACE calls (Open MPI's libnbc trap)")
+    p.add_argument("--type", default="float", choices=["float", "double", "int", "uint8", "unsigned", "ulong"],
+                   help="element type (default float); uint8 SUM (Open MPI 4.1), unsigned MAX (MPICH 4.0), ulong MAX "
+                        "(Open MPI 4.1.2-4.1.4) time the route ARShim takes around the library's known bugs")
+    p.add_argument("--op", default="sum", choices=["sum", "max"], help="reduction (default sum)")
     p.add_argument("--oversubscribe", action="store_true", help="more ranks than cores: Open MPI yields")
     p.add_argument("--yield-helper", action="store_true",
                    help="preload the test-only yield helper under MPICH (oversubscribed runs)")

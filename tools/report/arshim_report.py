@@ -19,7 +19,7 @@ HERE = os.path.dirname(os.path.realpath(__file__))
 SCHEMA_FILE = os.path.join(HERE, "arshim-stats-1.schema.json")
 PATHS = ("native", "pipelined", "multileader", "sharp")
 PATH_COLORS = {"native": "#4c72b0", "pipelined": "#dd8452", "multileader": "#55a868", "sharp": "#c44e52"}
-SECTIONS = ("paths", "buckets", "communicators", "fallbacks", "sharp", "callsites", "rows")
+SECTIONS = ("paths", "buckets", "communicators", "fallbacks", "sharp", "checks", "callsites", "rows")
 
 
 class ReportError(Exception):
@@ -234,6 +234,25 @@ def print_report(doc, name, top=None, order="time", sections=SECTIONS, all_setti
         w(f"  memory    registration cache hits {sharp.get('reg_hits', 0)}, misses {sharp.get('reg_misses', 0)}, "
           f"evictions {sharp.get('reg_evictions', 0)}, invalidations {sharp.get('reg_invalidations', 0)}; "
           f"{sharp.get('reg_bounced', 0)} SAT pieces through the bounce buffer")
+    verify, argcheck = doc.get("verify", {}), doc.get("argument_check", {})  # absent in older logs
+    bugs = {k: v for k, v in doc.get("library_bugs", {}).items() if v}
+    if "checks" in sections and (verify.get("enabled") or argcheck.get("enabled") or bugs):
+        w()
+        w("Correctness (summed over ranks; docs/verify.md, docs/library-bugs.md)")
+        if bugs:
+            w("  library bugs  " + ", ".join(f"{k} {v}" for k, v in bugs.items())
+              + " calls computed with ARShim's kernels")
+        if verify.get("enabled"):
+            w(f"  verify        {verify['calls']} calls compared with the library's result (first "
+              f"{verify['calls_per_key']} per key): {verify['mismatches']} mismatches, worst relative difference "
+              f"{verify['worst_relative_difference']:.3g}"
+              + (f"; {verify['library_bug_differences']} of {verify['library_bug_calls']} calls hitting a known "
+                 f"library bug differed as expected" if verify["library_bug_calls"] else "")
+              + (f"; {verify['unordered_elements']} elements outside any bound" if verify["unordered_elements"]
+                 else ""))
+        if argcheck.get("enabled"):
+            w(f"  arguments     {argcheck['calls']} calls checked, {argcheck['mismatches']} with arguments that "
+              f"differ across ranks")
     if "callsites" in sections:
         cs = doc["callsites"]
         w()

@@ -1,0 +1,82 @@
+// TEST CODE ONLY, never installed: a wrong reduction on purpose, for verify mode to catch (test/verify/).
+//
+// Linked into a test variant of the preload library (libarshim-faulty-<flavor>.so, test/verify/meson.build), it
+// defines the hidden hook that shim/core/runtime.cpp calls once after choosing the kernels: the active table is
+// copied and its SUM kernels for int32, float and double (binary and n-ary) wrapped. ARSHIMTEST_KERNEL_FAULT says how
+// (not an ARSHIM_ setting: the test library's own):
+//   off-by-one (default)  the middle element of every output is off by one: every ARShim path that reduces with
+//                         ARShim's kernels is then wrong (multi-leader and SHARP: n-ary, node level; pipelined with
+//                         ARShim's op handed to the library, ARSHIM_KERNEL_FOR_MPI=simd: binary);
+//   reverse               the n-ary kernels sum their sources in reverse order: a legitimate reassociation, which
+//                         verify mode must accept however much the result changes.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include "kernels/kernels.h"
+
+namespace {
+
+using arshim::kernels::BinaryFn;
+using arshim::kernels::KernelTable;
+using arshim::kernels::NaryFn;
+using arshim::kernels::Op;
+using arshim::kernels::Type;
+
+KernelTable g_faulty;
+BinaryFn g_binary[arshim::kernels::kTypeCount];
+NaryFn g_nary[arshim::kernels::kTypeCount];
+
+template <typename T>
+void off_by_one(void* out, std::size_t count) {
+    if (count > 0) static_cast<T*>(out)[count / 2] += 1;
+}
+
+template <typename T, Type K>
+void faulty_binary(const void* in, void* inout, std::size_t count) {
+    g_binary[static_cast<std::size_t>(K)](in, inout, count);
+    off_by_one<T>(inout, count);
+}
+
+template <typename T, Type K>
+void faulty_nary(void* dst, const void* const* srcs, std::size_t nsrc, std::size_t count) {
+    g_nary[static_cast<std::size_t>(K)](dst, srcs, nsrc, count);
+    off_by_one<T>(dst, count);
+}
+
+template <typename T, Type K>
+void reversed_nary(void* dst, const void* const* srcs, std::size_t nsrc, std::size_t count) {
+    const void* reversed[1024];
+    if (nsrc > 1024) std::abort();
+    for (std::size_t i = 0; i < nsrc; ++i) reversed[i] = srcs[nsrc - 1 - i];
+    g_nary[static_cast<std::size_t>(K)](dst, reversed, nsrc, count);
+}
+
+bool g_reverse = false;
+
+template <typename T, Type K>
+void wrap() {
+    const auto sum = static_cast<std::size_t>(Op::sum);
+    const auto type = static_cast<std::size_t>(K);
+    g_binary[type] = g_faulty.binary[sum][type];
+    g_nary[type] = g_faulty.nary[sum][type];
+    if (g_reverse) {
+        g_faulty.nary[sum][type] = &reversed_nary<T, K>;
+    } else {
+        g_faulty.binary[sum][type] = &faulty_binary<T, K>;
+        g_faulty.nary[sum][type] = &faulty_nary<T, K>;
+    }
+}
+
+}  // namespace
+
+extern "C" __attribute__((visibility("hidden"))) void arshim_test_inject_kernel_fault() {
+    const char* mode = std::getenv("ARSHIMTEST_KERNEL_FAULT");
+    g_reverse = mode != nullptr && std::strcmp(mode, "reverse") == 0;
+    g_faulty = arshim::kernels::active();
+    wrap<int32_t, Type::i32>();
+    wrap<float, Type::f32>();
+    wrap<double, Type::f64>();
+    arshim::kernels::replace_active(&g_faulty);
+}
