@@ -213,7 +213,9 @@ int max_of_pair(long long* values, CommContext& ctx) {
         d.pipeline_k = 1;
         return d;
     }();
-    if (kCheckThroughNodeMemory && ctx.warm() && ctx.node_size > 1) {
+    // ppn_max, not node_size: the route must be the same on every rank, and a rank alone on its node (2 + 1 ranks)
+    // still takes part in the node protocol (found by tools/checks/mpich_coll_tests.sh: it hung).
+    if (kCheckThroughNodeMemory && ctx.warm() && ctx.ppn_max > 1) {
         const TypeInfo type = type_info(MPI_LONG_LONG);
         const kernels::KernelTable& kernels = kernels::active();
         const auto max = static_cast<std::size_t>(kernels::Op::max);

@@ -114,6 +114,21 @@ for path in auto pipelined multileader; do
     done
   done
 done
+# Uneven nodes (2 + 1 ranks): the check's own reduction takes the same route on every rank (it hung when a rank alone
+# on its node took another).
+for mismatch in none count; do
+  expect=MPI_SUCCESS
+  [[ $mismatch == count ]] && expect=MPI_ERR_ARG
+  out=$(ARSHIM_TEST_TIMEOUT=60 "$mpirun_sh" "$flavor" 3 "$shim" ARSHIM_CHECK_ARGS=1 ARSHIM_VIRTUAL_PPN=2 \
+        -- "$args_prog" --mismatch $mismatch --errors return 2>&1)
+  rc=$?
+  if [[ $rc -ne 0 || $(grep -c "check_args: rank [0-9]*: $expect after" <<<"$out") -ne 3 ]]; then
+    say_fail "check args on uneven nodes (2 + 1), $mismatch: expected $expect on all 3 ranks (exit $rc)" "$out"
+  else
+    echo "ok: check args on uneven nodes (2 + 1), $mismatch: $expect on every rank"
+  fi
+done
+
 # The default error handler: the job ends (no hang) with the report.
 start=$(date +%s)
 out=$(ARSHIM_TEST_TIMEOUT=60 "$mpirun_sh" "$flavor" 3 "$shim" ARSHIM_CHECK_ARGS=1 ARSHIM_PATH=multileader \
