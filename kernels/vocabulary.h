@@ -92,9 +92,9 @@ constexpr const char* dtype_class_name(DtypeClass c) { return name_of(kDtypeClas
 
 // ---- paths -------------------------------------------------------------------------------------------------------
 
-enum class Path : uint8_t { native, pipelined, multileader, sharp, count };
+enum class Path : uint8_t { native, pipelined, multileader, sharp, reproducible, count };
 constexpr std::size_t kPathCount = count_of<Path>();
-inline constexpr const char* kPathNames[] = {"native", "pipelined", "multileader", "sharp"};
+inline constexpr const char* kPathNames[] = {"native", "pipelined", "multileader", "sharp", "reproducible"};
 static_assert(std::size(kPathNames) == kPathCount, "one name per path");
 constexpr const char* path_name(Path path) { return name_of(kPathNames, path); }
 
@@ -116,6 +116,7 @@ enum class Reason : uint8_t {
     shm_unavailable,
     sharp_unavailable,
     cold_communicator,  // one of a communicator's first calls, before its context is worth building
+    not_reproducible,   // ARSHIM_REPRODUCIBLE: a derived datatype or user op, which no path can sum in rank order
     count
 };
 constexpr std::size_t kReasonCount = count_of<Reason>();
@@ -124,7 +125,7 @@ inline constexpr const char* kReasonNames[] = {
     "policy",           "zero_count",          "single_rank",       "one_rank_per_node", "derived_datatype",
     "user_op",          "noncommutative_op",   "unsupported_op_type", "intercommunicator", "path_unavailable",
     "nonuniform_ppn",   "buffer_too_large",    "shm_unavailable",   "sharp_unavailable", "cold_communicator",
-    "served"};
+    "not_reproducible", "served"};
 static_assert(std::size(kReasonNames) == kReasonCount + 1, "one name per reason, then 'served'");
 constexpr const char* reason_name(Reason reason) { return name_of(kReasonNames, reason); }
 

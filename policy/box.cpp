@@ -7,21 +7,21 @@ namespace arshim::policy {
 bool Box::empty() const {
     for (const Interval& i : dim)
         if (i.empty()) return true;
-    return dtypes == 0 || ops == 0 || mpis == 0 || bugs == 0;
+    return dtypes == 0 || ops == 0 || mpis == 0 || bugs == 0 || repros == 0;
 }
 
 bool Box::intersects(const Box& other) const {
     for (int d = 0; d < kIntervals; ++d)
         if (std::max(dim[d].lo, other.dim[d].lo) >= std::min(dim[d].hi, other.dim[d].hi)) return false;
     return (dtypes & other.dtypes) != 0 && (ops & other.ops) != 0 && (mpis & other.mpis) != 0 &&
-           (bugs & other.bugs) != 0;
+           (bugs & other.bugs) != 0 && (repros & other.repros) != 0;
 }
 
 bool Box::covers(const Box& other) const {
     for (int d = 0; d < kIntervals; ++d)
         if (other.dim[d].lo < dim[d].lo || other.dim[d].hi > dim[d].hi) return false;
     return (other.dtypes & ~dtypes) == 0 && (other.ops & ~ops) == 0 && (other.mpis & ~mpis) == 0 &&
-           (other.bugs & ~bugs) == 0;
+           (other.bugs & ~bugs) == 0 && (other.repros & ~repros) == 0;
 }
 
 Box Box::possible() const {
@@ -51,7 +51,7 @@ void subtract(Box piece, const Box& cut, std::vector<Box>* out) {
             own.hi = cut.dim[d].hi;
         }
     }
-    for (uint32_t Box::*mask : {&Box::dtypes, &Box::ops, &Box::mpis, &Box::bugs}) {
+    for (uint32_t Box::*mask : {&Box::dtypes, &Box::ops, &Box::mpis, &Box::bugs, &Box::repros}) {
         const uint32_t outside = piece.*mask & ~(cut.*mask);
         if (outside != 0) {
             Box rest = piece;

@@ -43,6 +43,8 @@ constexpr uint32_t kAllFlavors = (1u << kFlavorCount) - 1;      // bit per Flavo
 // Whether a call hits a known wrong reduction of the MPI library that ARShim routes around (policy/library_bugs.h):
 // bit 0 = no, bit 1 = yes.
 constexpr uint32_t kNoLibraryBug = 1, kLibraryBug = 2, kAnyLibraryBug = kNoLibraryBug | kLibraryBug;
+// Whether ARSHIM_REPRODUCIBLE covers a call (it must then be summed in rank order): bit 0 = no, bit 1 = yes.
+constexpr uint32_t kNotReproducible = 1, kReproducible = 2, kAnyReproducible = kNotReproducible | kReproducible;
 
 // One call as the matcher sees it. `mpi` is a Flavor bit, or 0 when the flavor is unknown (rules restricted to a
 // flavor then never match).
@@ -55,6 +57,7 @@ struct Point {
     uint32_t op = 0;
     uint32_t mpi = 0;
     uint32_t bug = kNoLibraryBug;
+    uint32_t repro = kNotReproducible;
 };
 
 struct Box {
@@ -64,11 +67,12 @@ struct Box {
     uint32_t ops = kAllOps;
     uint32_t mpis = kAllFlavors;
     uint32_t bugs = kAnyLibraryBug;
+    uint32_t repros = kAnyReproducible;
 
     bool contains(const Point& p) const {
         return dim[bucket].contains(p.bucket) && dim[ppn].contains(p.ppn) && dim[nodes].contains(p.nodes) &&
                dim[comm_size].contains(p.comm_size) && (dtypes & p.dtype) != 0 && (ops & p.op) != 0 &&
-               (mpis & p.mpi) != 0 && (bugs & p.bug) != 0;
+               (mpis & p.mpi) != 0 && (bugs & p.bug) != 0 && (repros & p.repro) != 0;
     }
     bool empty() const;
     bool intersects(const Box& other) const;

@@ -26,7 +26,7 @@ const std::array<OptionSpec, kOptionCount> kOptions = {{
      "1 turns any configuration error into MPI_Abort instead of a warning and the built-in setting."},
     {OptionId::virtual_ppn, "ARSHIM_VIRTUAL_PPN", OptionType::integer, "0", nullptr, 0, 1 << 20,
      "Tests and emulation only: every k consecutive ranks of MPI_COMM_WORLD form one node (0 = real nodes)."},
-    {OptionId::path, "ARSHIM_PATH", OptionType::choice, "auto", "auto|native|pipelined|multileader|sharp", 0, 0,
+    {OptionId::path, "ARSHIM_PATH", OptionType::choice, "auto", "auto|native|pipelined|multileader|sharp|reproducible", 0, 0,
      "Force one path for every call it can serve (auto = follow the policy). Calls it cannot serve go native, "
      "counted."},
     {OptionId::segments, "ARSHIM_SEGMENTS", OptionType::integer, "0", nullptr, 0, 65536,
@@ -51,6 +51,10 @@ const std::array<OptionSpec, kOptionCount> kOptions = {{
     {OptionId::check_args, "ARSHIM_CHECK_ARGS", OptionType::flag, "0", nullptr, 0, 1,
      "1: before every call, one small allreduce checks that all ranks passed the same count, datatype signature, op "
      "and MPI_IN_PLACE use; a mismatch is reported on every rank and returns MPI_ERR_ARG instead of hanging."},
+    {OptionId::reproducible, "ARSHIM_REPRODUCIBLE", OptionType::choice, "off", "off|layout|any-np", 0, 0,
+     "layout: floating-point SUM and PROD are summed in communicator rank order on every path, layout, ISA and MPI "
+     "(the same bits run after run); any-np: float and double SUM are exact before one rounding, the same bits for "
+     "any number of ranks and any order (docs/reproducible.md)."},
     {OptionId::kernel, "ARSHIM_KERNEL", OptionType::choice, "auto", "auto|scalar|avx2|avx512|neon|sve", 0, 0,
      "SIMD level of ARShim's reduction kernels; a level the CPU lacks falls back to the best available, "
      "with a warning."},

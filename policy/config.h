@@ -29,6 +29,7 @@ enum class OptionId : uint8_t {
     library_bugs,
     verify,
     check_args,
+    reproducible,
     kernel,
     policy,
     policy_mode,

@@ -114,6 +114,11 @@ std::string describe_decision(const Decision& d) {
         out += std::string(" sharp_mode=") + sharp_mode_name(d.sharp_mode) +
                " sharp_leaders=" + sharp_leaders_name(d.sharp_leaders);
         break;
+    case Path::reproducible:
+        out += std::string(" algorithm=") + repro_algorithm_name(d.algorithm);
+        if (d.algorithm == ReproAlgorithm::node || d.algorithm == ReproAlgorithm::automatic)
+            out += " leaders=" + std::to_string(d.leaders);
+        break;
     case Path::native:
     case Path::count: break;
     }
@@ -170,6 +175,9 @@ std::string format_flavors(uint32_t mask) { return format_set(mask, kAllFlavors,
 std::string format_library_bug(uint32_t mask) {
     return mask == kLibraryBug ? "yes" : mask == kNoLibraryBug ? "no" : "any";
 }
+std::string format_reproducible(uint32_t mask) {
+    return mask == kReproducible ? "yes" : mask == kNotReproducible ? "no" : "any";
+}
 
 const std::string& builtin_policy_text() {
     static const std::string text(generated::kDefaultToml, generated::kDefaultTomlSize);
@@ -191,6 +199,7 @@ Decision Policy::decide(const CallFacts& facts) const {
     p.op = op < vocab::kOpCount ? 1u << op : 0;
     p.mpi = flavor_bit_;
     p.bug = facts.library_bug ? kLibraryBug : kNoLibraryBug;
+    p.repro = facts.reproducible ? kReproducible : kNotReproducible;
     for (const PolicyRule& rule : rules_)
         if (rule.match.contains(p)) return rule.decision;
     return fallback_;

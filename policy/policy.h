@@ -25,9 +25,12 @@ using vocab::path_name;
 enum class KernelChoice : uint8_t { native, simd };     // op handed to MPI inside the paths
 enum class SharpMode : uint8_t { automatic, llt, sat };
 enum class SharpLeaders : uint8_t { node, socket };
+// How the reproducible path sums in rank order (shim/paths/reproducible.cpp, docs/reproducible.md).
+enum class ReproAlgorithm : uint8_t { automatic, gather, exchange, node };
 inline constexpr const char* kKernelChoiceNames[] = {"native", "simd"};
 inline constexpr const char* kSharpModeNames[] = {"auto", "llt", "sat"};
 inline constexpr const char* kSharpLeadersNames[] = {"node", "socket"};
+inline constexpr const char* kReproAlgorithmNames[] = {"auto", "gather", "exchange", "node"};
 inline constexpr const char* kFlavorNames[] = {"mpich", "openmpi"};
 static_assert(std::size(kFlavorNames) == kFlavorCount, "one name per flavor");
 // The names a policy file may use for each closed choice (a derived datatype never reaches the policy).
@@ -38,6 +41,7 @@ inline constexpr vocab::Words kFlavorWords{kFlavorNames};
 inline constexpr vocab::Words kKernelChoiceWords{kKernelChoiceNames};
 inline constexpr vocab::Words kSharpModeWords{kSharpModeNames};
 inline constexpr vocab::Words kSharpLeadersWords{kSharpLeadersNames};
+inline constexpr vocab::Words kReproAlgorithmWords{kReproAlgorithmNames};
 
 // Everything a decision may depend on. All fields are identical on every rank of a communicator for the same
 // call (the shim guarantees that), so every rank decides the same.
@@ -50,6 +54,7 @@ struct CallFacts {
     DtypeClass dclass = DtypeClass::other;
     vocab::Op op = vocab::Op::sum;
     bool library_bug = false;    // the library computes this (datatype, op) wrong and ARShim routes around it
+    bool reproducible = false;   // ARSHIM_REPRODUCIBLE covers this call: it must be summed in rank order
 };
 
 struct Decision {
@@ -62,6 +67,7 @@ struct Decision {
     KernelChoice kernel = KernelChoice::native;
     SharpMode sharp_mode = SharpMode::automatic;
     SharpLeaders sharp_leaders = SharpLeaders::node;
+    ReproAlgorithm algorithm = ReproAlgorithm::automatic;  // reproducible path
     int rule = -1;                // index of the rule that matched, -1 when none (built-in fallback: native)
 };
 
@@ -69,6 +75,7 @@ struct Decision {
 inline const char* kernel_choice_name(KernelChoice k) { return vocab::name_of(kKernelChoiceNames, k); }
 inline const char* sharp_mode_name(SharpMode mode) { return vocab::name_of(kSharpModeNames, mode); }
 inline const char* sharp_leaders_name(SharpLeaders l) { return vocab::name_of(kSharpLeadersNames, l); }
+inline const char* repro_algorithm_name(ReproAlgorithm a) { return vocab::name_of(kReproAlgorithmNames, a); }
 inline const char* flavor_name(Flavor flavor) { return vocab::name_of(kFlavorNames, flavor); }
 bool parse_path(const std::string& name, Path* out);
 bool parse_dtype_class(const std::string& name, DtypeClass* out);

@@ -20,7 +20,7 @@ constexpr const char* kTopKeys[] = {"version", "rule"};
 constexpr const char* kRuleKeys[] = {"name",    "mpi",      "bytes",         "ppn",    "nodes",   "comm_size",
                                      "dtype",   "op",       "path",          "segments", "segment_bytes",
                                      "window",  "leaders",  "pipeline_k",    "kernel", "sharp_mode", "sharp_leaders",
-                                     "library_bug"};
+                                     "library_bug", "reproducible", "algorithm"};
 
 constexpr uint64_t kMaxCount = 0xFFFFFFFFull;  // CallFacts counts are 32-bit
 
@@ -163,7 +163,10 @@ public:
             else if (k == "ppn") read_counts(node, &rule->match.dim[Box::ppn]);
             else if (k == "nodes") read_counts(node, &rule->match.dim[Box::nodes]);
             else if (k == "comm_size") read_counts(node, &rule->match.dim[Box::comm_size]);
-            else if (k == "library_bug") read_library_bug(node, &rule->match.bugs);
+            else if (k == "library_bug") read_yes_no(node, &rule->match.bugs, kLibraryBug, kNoLibraryBug);
+            else if (k == "reproducible") read_yes_no(node, &rule->match.repros, kReproducible, kNotReproducible);
+            else if (k == "algorithm")
+                read_choice(node, kReproAlgorithmWords, &rule->action.algorithm, kSetAlgorithm, rule);
             else if (k == "path") {
                 have_path = true;
                 read_choice(node, kPathWords, &rule->action.path);
@@ -226,10 +229,11 @@ private:
         if (read_choice(node, names, out)) rule->set |= bit;
     }
 
-    // true: the rule matches only calls that hit a known wrong reduction of the library (policy/library_bugs.h);
-    // false: only calls that do not.
-    void read_library_bug(const toml::node& node, uint32_t* mask) {
-        if (const auto* b = node.as_boolean()) *mask = b->get() ? kLibraryBug : kNoLibraryBug;
+    // A yes/no match key: true matches only the calls that have the property (library_bug: the call hits a known
+    // wrong reduction of the library, policy/library_bugs.h; reproducible: ARSHIM_REPRODUCIBLE covers it), false
+    // only the others.
+    void read_yes_no(const toml::node& node, uint32_t* mask, uint32_t yes, uint32_t no) {
+        if (const auto* b = node.as_boolean()) *mask = b->get() ? yes : no;
         else wrong_type(node, "true or false");
     }
 

@@ -24,6 +24,7 @@ enum SetBits : uint32_t {
     kSetKernel = 1u << 5,
     kSetSharpMode = 1u << 6,
     kSetSharpLeaders = 1u << 7,
+    kSetAlgorithm = 1u << 8,
 };
 
 // Every rule carries every parameter, so a path forced with ARSHIM_PATH always runs with sane values. A rule that
@@ -70,5 +71,6 @@ std::string format_dtypes(uint32_t mask);                  // "float,int" or "an
 std::string format_ops(uint32_t mask);
 std::string format_flavors(uint32_t mask);
 std::string format_library_bug(uint32_t mask);   // "yes", "no" or "any"
+std::string format_reproducible(uint32_t mask);  // "yes", "no" or "any"
 
 }  // namespace arshim::policy

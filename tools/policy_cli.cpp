@@ -74,6 +74,7 @@ struct ExplainArgs {
     std::string policy;
     std::string mpi;
     bool library_bug = false;
+    bool reproducible = false;
 };
 
 int run_explain(const ExplainArgs& args) {
@@ -93,13 +94,15 @@ int run_explain(const ExplainArgs& args) {
     parse_dtype_class(args.dtype, &facts.dclass);
     parse_op(args.op, &facts.op);
     facts.library_bug = args.library_bug;
+    facts.reproducible = args.reproducible;
 
     const uint32_t bucket = bucket_of(facts.bytes);
     std::cout << "call:      " << format_size(bytes) << " bytes (size bucket " << bucket << ": "
               << (bucket == 0 ? std::string("0 bytes") : format_bytes_range(Interval{bucket, bucket + 1u}))
               << "), ppn " << facts.ppn << ", nodes " << facts.nodes << ", comm_size " << facts.comm_size
               << ", dtype " << args.dtype << ", op " << args.op
-              << (args.library_bug ? ", a known wrong reduction of the library" : "") << "\n";
+              << (args.library_bug ? ", a known wrong reduction of the library" : "")
+              << (args.reproducible ? ", covered by ARSHIM_REPRODUCIBLE" : "") << "\n";
 
     // Without --mpi, both flavors: printed once when they agree.
     const std::vector<std::string> flavors = args.mpi.empty() ? kFlavors : std::vector<std::string>{args.mpi};
@@ -192,16 +195,17 @@ int run_show(const std::string& policy_option, const std::string& mpi) {
               << "mpi:       " << (mpi.empty() ? "any (give --mpi to see one flavor's rules only)" : mpi) << "\n"
               << "overrides: " << (policy.overrides().empty() ? "none" : policy.overrides()) << "\n\n";
     std::vector<std::vector<std::string>> rows = {
-        {"#", "where", "mpi", "bytes", "ppn", "nodes", "comm_size", "dtype", "op", "bug", "decision", "name"}};
+        {"#", "where", "mpi", "bytes", "ppn", "nodes", "comm_size", "dtype", "op", "bug", "repro", "decision", "name"}};
     for (const PolicyRule& rule : policy.rules()) {
         const Box& m = rule.match;
         rows.push_back({std::to_string(rule.decision.rule + 1), rule.where, format_flavors(m.mpis),
                         format_bytes_range(m.dim[Box::bucket]), format_count_range(m.dim[Box::ppn]),
                         format_count_range(m.dim[Box::nodes]), format_count_range(m.dim[Box::comm_size]),
                         format_dtypes(m.dtypes), format_ops(m.ops), format_library_bug(m.bugs),
-                        describe_decision(rule.decision), rule.name});
+                        format_reproducible(m.repros), describe_decision(rule.decision), rule.name});
     }
-    rows.push_back({"-", "(no rule matches)", "", "", "", "", "", "", "", "", describe_decision(policy.fallback()), ""});
+    rows.push_back(
+        {"-", "(no rule matches)", "", "", "", "", "", "", "", "", "", describe_decision(policy.fallback()), ""});
     print_columns(rows);
     return 0;
 }
@@ -271,6 +275,8 @@ int main(int argc, char** argv) {
     explain->add_option("--op", ex.op, "Reduction op")->check(CLI::IsMember(kOps))->capture_default_str();
     explain->add_flag("--library-bug", ex.library_bug,
                       "The call hits a known wrong reduction of the library (docs/library-bugs.md)");
+    explain->add_flag("--reproducible", ex.reproducible,
+                      "The call is covered by ARSHIM_REPRODUCIBLE: a floating-point SUM or PROD (docs/reproducible.md)");
     explain->add_option("--policy", ex.policy, "Policy file (default: $ARSHIM_POLICY, else the built-in table)");
     explain->add_option("--mpi", ex.mpi, "MPI flavor (default: both, printed once when they agree)")
         ->check(CLI::IsMember(kFlavors));

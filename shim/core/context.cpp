@@ -226,7 +226,8 @@ void CommContext::agree_on_settings() {
 }
 
 const policy::Decision& CommContext::decide(uint64_t bytes, uint32_t bucket, MPI_Datatype datatype, MPI_Op op,
-                                            const TypeInfo& type, kernels::Op kop, bool library_bug) {
+                                            const TypeInfo& type, kernels::Op kop, bool library_bug,
+                                            bool reproducible) {
     const DecisionKey key{{handle_bits(datatype), handle_bits(op)}, bucket};
     bool inserted = false;
     if (__builtin_expect(!decisions_, 0)) decisions_ = std::make_unique<FixedTable<DecisionKey, policy::Decision, 256, 8>>();
@@ -235,6 +236,7 @@ const policy::Decision& CommContext::decide(uint64_t bytes, uint32_t bucket, MPI
     policy::CallFacts facts{bytes, static_cast<uint32_t>(ppn_max), static_cast<uint32_t>(node_count),
                             static_cast<uint32_t>(size), ppn_uniform, type.dclass, kop};
     facts.library_bug = library_bug;
+    facts.reproducible = reproducible;
     policy::Decision& decision = cached != nullptr ? *cached : uncached_;
     decision = policy->decide(facts);
     if (cached != nullptr && log::enabled(log::Level::debug))

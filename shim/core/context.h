@@ -26,7 +26,7 @@ struct PathState {
     virtual ~PathState() = default;
 };
 // The slots, one per owner: the node shared-memory window (shared by multileader and sharp), then each path.
-enum class PathSlot : uint8_t { node_shm, pipelined, multileader, sharp, count };
+enum class PathSlot : uint8_t { node_shm, pipelined, multileader, sharp, reproducible, count };
 
 class CommContext {
 public:
@@ -93,9 +93,10 @@ public:
 
     // Decision for a call, memoized per (size bucket, datatype, op): O(1), no allocation after the first call for
     // a key. Pure function of identical inputs, so identical on all ranks. `library_bug`: the call hits a known
-    // wrong reduction of the library that ARShim routes around (policy key library_bug).
+    // wrong reduction of the library that ARShim routes around (policy key library_bug); `reproducible`:
+    // ARSHIM_REPRODUCIBLE covers it (policy key reproducible). Both follow from the (datatype, op) of the key.
     const policy::Decision& decide(uint64_t bytes, uint32_t bucket, MPI_Datatype datatype, MPI_Op op,
-                                   const TypeInfo& type, kernels::Op kop, bool library_bug);
+                                   const TypeInfo& type, kernels::Op kop, bool library_bug, bool reproducible);
 
     // What the modes that follow a key's calls keep (verify mode). It changes with the call sequence, which MPI
     // makes identical on all ranks of the communicator, so it stays identical on all ranks -- provided every rank

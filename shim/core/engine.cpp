@@ -64,6 +64,14 @@ uint64_t derived_bytes(const CallArgs& args) {
     return static_cast<uint64_t>(args.count) * static_cast<uint64_t>(size);
 }
 
+// In reproducible mode, a derived datatype or a user op cannot be summed in rank order by any path: the library
+// serves it, counted as not reproducible rather than under its usual reason.
+vocab::Reason reproducible_reason(const Runtime& rt, vocab::Reason why) {
+    using vocab::Reason;
+    const bool uncovered = why == Reason::derived_datatype || why == Reason::user_op || why == Reason::noncommutative_op;
+    return rt.reproducible != ReproducibleMode::off && uncovered ? Reason::not_reproducible : why;
+}
+
 // Resolves a call the paths may serve, once: kernels of the active ISA, the op handed to the library.
 Call resolve(const CallArgs& args, CommContext& ctx, const CallClass& cls, const Routed& r,
              const policy::Decision& decision) {
@@ -130,14 +138,29 @@ Routed route_call(const CallArgs& args) {
     }
     const bool library_bug = r.library_op != MPI_OP_NULL;
     const vocab::Reason unservable = route::unservable(traits);
-    if (unservable != vocab::kServed) return native_because(args, unservable, r);
-    if (!ctx->warm() && !ctx->count_cold_call()) {
+    const Runtime& rt = runtime();
+    if (unservable != vocab::kServed) return native_because(args, reproducible_reason(rt, unservable), r);
+    // ARSHIM_REPRODUCIBLE: a floating-point SUM or PROD is summed in rank order by the reproducible path, whatever the
+    // policy or ARSHIM_PATH say, warm communicator or not; the library never reduces it (shim/paths/reproducible.cpp).
+    const bool reproducible = rt.reproducible != ReproducibleMode::off && cls.type.dclass == vocab::DtypeClass::floating &&
+                              (cls.kop == kernels::Op::sum || cls.kop == kernels::Op::prod);
+    if (!ctx->warm() && !ctx->count_cold_call() && !reproducible) {
         r.replayable = false;  // every call of a cold communicator must be counted: never replayed
         return native_because(args, vocab::Reason::cold_communicator, r);
     }
 
-    const policy::Decision& decision =
-        ctx->decide(r.bytes, r.bucket, args.datatype, args.op, cls.type, cls.kop, library_bug);
+    policy::Decision in_rank_order;  // a reproducible call's decision when the policy's is not order-preserving
+    const policy::Decision* chosen =
+        ctx->warm() ? &ctx->decide(r.bytes, r.bucket, args.datatype, args.op, cls.type, cls.kop, library_bug,
+                                   reproducible)
+                    : nullptr;
+    if (reproducible && (chosen == nullptr || chosen->path != policy::Path::reproducible)) {
+        in_rank_order = chosen != nullptr ? *chosen : policy::Decision{};
+        in_rank_order.path = policy::Path::reproducible;
+        in_rank_order.algorithm = policy::ReproAlgorithm::automatic;
+        chosen = &in_rank_order;
+    }
+    const policy::Decision& decision = *chosen;
     if (decision.path == policy::Path::native) return native_because(args, vocab::Reason::policy, r);
     const Call call = resolve(args, *ctx, cls, r, decision);
     // Verify mode: a key's first ARSHIM_VERIFY served calls are computed by the library too (shim/core/verify.h).
@@ -155,12 +178,13 @@ Routed route_call(const CallArgs& args) {
     case policy::Path::pipelined: outcome = run_pipelined(call); break;
     case policy::Path::multileader: outcome = run_multileader(call); break;
     case policy::Path::sharp: outcome = run_sharp(call); break;
+    case policy::Path::reproducible: outcome = run_reproducible(call); break;
     case policy::Path::native:
     case policy::Path::count: return native_because(args, vocab::Reason::policy, r);
     }
     if (!outcome.served) {
         r.replayable = false;  // a path's state may change (SHARP disabled after an error): classify every call
-        return native_because(args, outcome.reason, r);
+        return native_because(args, reproducible ? vocab::Reason::not_reproducible : outcome.reason, r);
     }
     if (check) check->finish(call, outcome.rc, *book, library_bug);
     r.rc = outcome.rc;

@@ -190,6 +190,8 @@ void initialize(bool collective) {
         rt->verify_calls = static_cast<uint32_t>(rt->config.number(OptionId::verify));
         rt->check_args = rt->config.flag(OptionId::check_args);
         if (rt->check_args) stats::set_no_replay();
+        rt->reproducible = static_cast<ReproducibleMode>(rt->config.number(OptionId::reproducible));  // choice order
+        rt->reproducible_any_np = rt->reproducible == ReproducibleMode::any_np;
 
         // Policy: rank 0 reads the file and broadcasts its text; every rank parses the identical text.
         const std::string& policy_path = rt->config.text(OptionId::policy);

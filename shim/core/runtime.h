@@ -12,6 +12,9 @@
 
 namespace arshim {
 
+// ARSHIM_REPRODUCIBLE (docs/reproducible.md).
+enum class ReproducibleMode : uint8_t { off, layout, any_np };
+
 struct Runtime {
     Config config;
     std::shared_ptr<const policy::Policy> policy;
@@ -29,6 +32,8 @@ struct Runtime {
     std::string library_bugs;         // the ids of the entries routed around, ", "-separated
     uint32_t verify_calls = 0;        // ARSHIM_VERIFY: calls checked per (communicator, bucket, datatype, op)
     bool check_args = false;          // ARSHIM_CHECK_ARGS
+    ReproducibleMode reproducible = ReproducibleMode::off;
+    bool reproducible_any_np = false;  // reproducible == any_np
 };
 
 // The MPI flavor this library was built for: "mpich" or "openmpi".

@@ -9,7 +9,8 @@
 
 ARSHIM_EXPORT const char* arshim_version(void) { return ARSHIM_VERSION; }
 
-// Calls this process sent to `path` ("native", "pipelined", "multileader", "sharp"), or -1 for an unknown name.
+// Calls this process sent to `path` ("native", "pipelined", "multileader", "sharp", "reproducible"), or -1 for an
+// unknown name.
 ARSHIM_EXPORT long long arshim_path_calls(const char* path) {
     const arshim::stats::PathTotals totals = arshim::stats::path_totals();
     for (std::size_t p = 0; p < arshim::stats::kPathCount; ++p)

@@ -8,5 +8,8 @@ namespace arshim {
 
 PathOutcome run_pipelined(const Call& call);
 PathOutcome run_multileader(const Call& call);
+// Floating-point sums in communicator rank order (ARSHIM_REPRODUCIBLE, shim/paths/reproducible.cpp); also any op
+// whose n-ary kernel it is given.
+PathOutcome run_reproducible(const Call& call);
 
 }  // namespace arshim

@@ -56,7 +56,7 @@ struct RowKey {
     SharpRun sharp = SharpRun::none;
 };
 namespace packed {
-constexpr unsigned kPathBits = 2, kBucketBits = 7, kDtypeBits = 2, kOpBits = 4, kReasonBits = 4, kSharpBits = 3;
+constexpr unsigned kPathBits = 3, kBucketBits = 7, kDtypeBits = 2, kOpBits = 4, kReasonBits = 5, kSharpBits = 3;
 constexpr unsigned kBucketShift = kPathBits, kDtypeShift = kBucketShift + kBucketBits,
                    kOpShift = kDtypeShift + kDtypeBits, kReasonShift = kOpShift + kOpBits,
                    kSharpShift = kReasonShift + kReasonBits, kBits = kSharpShift + kSharpBits;

@@ -43,7 +43,7 @@ step "verify $flavor ${hosts}x$ppn" bash "$cluster" verify --mpi "$flavor" --ppn
 ((failures)) && exit 1
 
 common=(-x "CHECK_FLAVOR=$flavor" -x CHECK_EXPECT_SHIM=1 -x ARSHIM_LOG=warn)
-for path in native pipelined multileader; do
+for path in native pipelined multileader reproducible; do
   vars=("${common[@]}" -x "ARSHIM_PATH=$path")
   large=20011
   case $path in
@@ -56,6 +56,11 @@ for path in native pipelined multileader; do
         vars+=(-x ARSHIM_LEADERS=2 -x ARSHIM_PIPELINE_K=3 -x CHECK_EXPECT_PATH=multileader)
         large=300007
       fi ;;
+    reproducible)
+      # in rank order: the chain of node leaders over real shared memory and links (several ranks per host), or
+      # gather / exchange (one rank per host)
+      vars+=(-x ARSHIM_LEADERS=2 -x CHECK_EXPECT_PATH=reproducible)
+      large=300007 ;;
   esac
   step "check_allreduce $flavor ${hosts}x$ppn ARSHIM_PATH=$path" \
     bash "$cluster" run --mpi "$flavor" --ppn "$ppn" --timeout 150 "${vars[@]}" -- "$check" --quick --subcomms \

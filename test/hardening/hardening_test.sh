@@ -78,7 +78,7 @@ expect "4 000 rules: accepted, reachability check bounded" ''
 # ---- 6. NULL buffers go to the library on every path (MPICH reports MPI_ERR_BUFFER; Open MPI 4.1.4's own
 # allreduce dereferences them, so there is no error to match there) -------------------------------------------
 if [[ $flavor == mpich ]]; then
-  for path in auto native pipelined multileader sharp; do
+  for path in auto native pipelined multileader sharp reproducible; do
     run ARSHIM_PATH=$path -- "$prog" null-buffer
     expect "NULL buffer, ARSHIM_PATH=$path: the library's error, communicator usable" ''
   done

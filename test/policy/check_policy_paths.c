@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const kPaths[] = {"native", "pipelined", "multileader", "sharp"};
-enum { kPathCount = 4 };
+static const char *const kPaths[] = {"native", "pipelined", "multileader", "sharp", "reproducible"};
+enum { kPathCount = 5 };
 
 static long long path_calls(const char *path) {
     long long (*fn)(const char *) = (long long (*)(const char *))dlsym(RTLD_DEFAULT, "arshim_path_calls");

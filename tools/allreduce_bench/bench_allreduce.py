@@ -45,6 +45,9 @@ def configurations(flavor, np_, names):
         "arshim-native": (True, {"ARSHIM_PATH": "native"}, []),
         # The default policy with the argument check on every call (docs/verify.md).
         "arshim-check-args": (True, {"ARSHIM_CHECK_ARGS": "1"}, []),
+        # Reproducible mode (docs/reproducible.md): float sums in rank order; exact (any number of ranks).
+        "arshim-reproducible": (True, {"ARSHIM_REPRODUCIBLE": "layout"}, []),
+        "arshim-any-np": (True, {"ARSHIM_REPRODUCIBLE": "any-np"}, []),
         # The default policy with every served call verified (the cost of a verified call; docs/verify.md).
         "arshim-verify-all": (True, {"ARSHIM_VERIFY": "1000000000"}, []),
         "pipelined-64K": (True, {"ARSHIM_PATH": "pipelined", "ARSHIM_SEGMENT_BYTES": "64K",

@@ -17,8 +17,9 @@ import sys
 SCHEMA = "arshim-stats/1"
 HERE = os.path.dirname(os.path.realpath(__file__))
 SCHEMA_FILE = os.path.join(HERE, "arshim-stats-1.schema.json")
-PATHS = ("native", "pipelined", "multileader", "sharp")
-PATH_COLORS = {"native": "#4c72b0", "pipelined": "#dd8452", "multileader": "#55a868", "sharp": "#c44e52"}
+PATHS = ("native", "pipelined", "multileader", "sharp", "reproducible")
+PATH_COLORS = {"native": "#4c72b0", "pipelined": "#dd8452", "multileader": "#55a868", "sharp": "#c44e52",
+               "reproducible": "#8172b3"}
 SECTIONS = ("paths", "buckets", "communicators", "fallbacks", "sharp", "checks", "callsites", "rows")
 
 
