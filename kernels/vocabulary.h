@@ -117,6 +117,7 @@ enum class Reason : uint8_t {
     sharp_unavailable,
     cold_communicator,  // one of a communicator's first calls, before its context is worth building
     not_reproducible,   // ARSHIM_REPRODUCIBLE: a derived datatype or user op, which no path can sum in rank order
+    tuned,              // ARSHIM_TUNE measured the library's allreduce as the faster (or was trying it)
     count
 };
 constexpr std::size_t kReasonCount = count_of<Reason>();
@@ -125,7 +126,7 @@ inline constexpr const char* kReasonNames[] = {
     "policy",           "zero_count",          "single_rank",       "one_rank_per_node", "derived_datatype",
     "user_op",          "noncommutative_op",   "unsupported_op_type", "intercommunicator", "path_unavailable",
     "nonuniform_ppn",   "buffer_too_large",    "shm_unavailable",   "sharp_unavailable", "cold_communicator",
-    "not_reproducible", "served"};
+    "not_reproducible", "tuned",             "served"};
 static_assert(std::size(kReasonNames) == kReasonCount + 1, "one name per reason, then 'served'");
 constexpr const char* reason_name(Reason reason) { return name_of(kReasonNames, reason); }
 

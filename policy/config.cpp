@@ -55,6 +55,13 @@ const std::array<OptionSpec, kOptionCount> kOptions = {{
      "layout: floating-point SUM and PROD are summed in communicator rank order on every path, layout, ISA and MPI "
      "(the same bits run after run); any-np: float and double SUM are exact before one rounding, the same bits for "
      "any number of ranks and any order (docs/reproducible.md)."},
+    {OptionId::tune, "ARSHIM_TUNE", OptionType::choice, "guard", "off|guard|online", 0, 0,
+     "guard: where the policy chose an ARShim path, a key's first calls alternate it with the library's allreduce "
+     "and keep the faster (agreed by all ranks); online: also tries native, neighbouring leader counts and segment "
+     "sizes and the other host path; off: the policy only (docs/tuning.md)."},
+    {OptionId::tune_cache, "ARSHIM_TUNE_CACHE", OptionType::text, "", nullptr, 0, 0,
+     "File where rank 0 keeps what online tuning learned (policy rules): read at start ahead of the policy, "
+     "rewritten at finalize; empty = not kept."},
     {OptionId::kernel, "ARSHIM_KERNEL", OptionType::choice, "auto", "auto|scalar|avx2|avx512|neon|sve", 0, 0,
      "SIMD level of ARShim's reduction kernels; a level the CPU lacks falls back to the best available, "
      "with a warning."},

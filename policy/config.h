@@ -30,6 +30,8 @@ enum class OptionId : uint8_t {
     verify,
     check_args,
     reproducible,
+    tune,
+    tune_cache,
     kernel,
     policy,
     policy_mode,

@@ -218,17 +218,21 @@ struct PolicyBuilder {
             PolicyRule rule;
             rule.match = spec.match;
             rule.decision = spec.action;
-            apply_overrides(cfg, &rule.decision);
+            const std::string overridden = apply_overrides(cfg, &rule.decision);
+            // A measured choice stays measured only as it was measured: an override changes what it decides.
+            rule.decision.measured = spec.evidence.kind == EvidenceKind::measured && overridden.empty();
             rule.decision.rule = static_cast<int>(policy.rules_.size());
             rule.where = table.source + ":" + std::to_string(spec.line);
             rule.name = spec.name;
             rule.number = spec.number;
+            rule.evidence = spec.evidence;
             policy.rules_.push_back(std::move(rule));
         }
     }
 
     static LoadResult load(const Config& cfg, const std::string* file_text, const std::string& file_name,
-                           const std::string& mpi_flavor, bool check_reachability) {
+                           const std::string& mpi_flavor, bool check_reachability, const std::string* cache_text,
+                           const std::string& cache_name) {
         LoadResult result;
         auto policy = std::make_shared<Policy>();
         const std::string name = file_name.empty() ? "policy file" : printable(file_name, 200);
@@ -258,6 +262,20 @@ struct PolicyBuilder {
                                           kBuiltinPolicyName);
             }
         }
+        // The tuning cache (ARSHIM_TUNE_CACHE): measured here before, so ahead of every other rule. A cache with an
+        // error is left out whole, like a policy file.
+        bool cache_used = false;
+        if (cache_text != nullptr) {
+            const Table cache = read_table(*cache_text, cache_name, false);
+            if (cache.usable()) {
+                add(*policy, cache, cfg);
+                cache_used = !cache.rules.empty();
+            } else {
+                result.problems.push_back(cache_name + ": " + std::to_string(cache.errors) + " error(s) (first: " +
+                                          (cache.problems.empty() ? std::string("?") : cache.problems.front()) +
+                                          "); the tuning cache is not used");
+            }
+        }
         const bool prepend = cfg.text(OptionId::policy_mode) == "prepend";
         if (result.file_used) add(*policy, file, cfg);
         if (!result.file_used || prepend) add(*policy, builtin, cfg);
@@ -269,6 +287,7 @@ struct PolicyBuilder {
         else if (!result.file_used) policy->source_ = std::string(kBuiltinPolicyName) + " (" + name + " rejected)";
         else if (prepend) policy->source_ = name + ", then " + kBuiltinPolicyName;
         else policy->source_ = name;
+        if (cache_used) policy->source_ = cache_name + ", then " + policy->source_;
         if (!policy->overrides_.empty()) policy->source_ += "; overrides: " + policy->overrides_;
         result.policy = std::move(policy);
         return result;
@@ -276,8 +295,9 @@ struct PolicyBuilder {
 };
 
 LoadResult load_policy(const Config& cfg, const std::string* file_text, const std::string& file_name,
-                       const std::string& mpi_flavor, bool check_reachability) {
-    return PolicyBuilder::load(cfg, file_text, file_name, mpi_flavor, check_reachability);
+                       const std::string& mpi_flavor, bool check_reachability, const std::string* cache_text,
+                       const std::string& cache_name) {
+    return PolicyBuilder::load(cfg, file_text, file_name, mpi_flavor, check_reachability, cache_text, cache_name);
 }
 
 }  // namespace arshim::policy

@@ -68,6 +68,8 @@ struct Decision {
     SharpMode sharp_mode = SharpMode::automatic;
     SharpLeaders sharp_leaders = SharpLeaders::node;
     ReproAlgorithm algorithm = ReproAlgorithm::automatic;  // reproducible path
+    bool measured = false;        // the rule's choice was measured on this machine (evidence = "measured"): online
+                                  // tuning does not explore it again
     int rule = -1;                // index of the rule that matched, -1 when none (built-in fallback: native)
 };
 
@@ -85,6 +87,17 @@ bool parse_flavor(const std::string& name, Flavor* out);
 // "pipelined segment_bytes=1M window=8 kernel=native": the path and the parameters that path uses.
 std::string describe_decision(const Decision& decision);
 
+// What a rule's choice rests on, as a tuned table or the tuning cache records it (docs/tuning.md): measured here, or
+// predicted by the cost model, with the times. Informational for everything but `measured` (Decision::measured).
+enum class EvidenceKind : uint8_t { none, measured, predicted };
+inline constexpr const char* kEvidenceNames[] = {"none", "measured", "predicted"};
+inline constexpr vocab::Words kEvidenceWords{kEvidenceNames};
+struct Evidence {
+    EvidenceKind kind = EvidenceKind::none;
+    double time_us = -1;    // the choice's time at the rule's sizes, when recorded
+    double native_us = -1;  // the library's allreduce at the same sizes
+};
+
 // One rule of an effective table (file rules, built-in rules, or both), its parameters already overridden by the
 // environment.
 struct PolicyRule {
@@ -93,6 +106,7 @@ struct PolicyRule {
     std::string where;   // "policy.toml:12" or "built-in default.toml:30" (the line of its [[rule]] header)
     std::string name;    // the rule's optional `name`
     int number = 0;      // 1-based position in its own file
+    Evidence evidence;   // what the rule's choice rests on (tuned tables, the tuning cache)
 };
 
 // An immutable, effective policy: the rules for one MPI flavor, in order, with ARSHIM_* overrides applied.
@@ -140,8 +154,11 @@ struct LoadResult {
 // used at all (the built-in table is, and `problems` says so), warnings keep it. mpi_flavor: "mpich" or
 // "openmpi" keeps the rules for that flavor; "" keeps all rules, and flavor-restricted ones never match.
 // `check_reachability`: warn about rules that earlier rules hide (read_table; only one rank needs to).
+// `cache_text`: the tuning cache's rules (ARSHIM_TUNE_CACHE, docs/tuning.md), tried before all others; a cache with
+// an error is left out (one problem line).
 LoadResult load_policy(const Config& cfg, const std::string* file_text, const std::string& file_name,
-                       const std::string& mpi_flavor, bool check_reachability = true);
+                       const std::string& mpi_flavor, bool check_reachability = true,
+                       const std::string* cache_text = nullptr, const std::string& cache_name = "tuning cache");
 
 // The compiled-in policy/default.toml, byte for byte, and the name problems and describe_rule() give it.
 const std::string& builtin_policy_text();

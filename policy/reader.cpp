@@ -16,11 +16,12 @@ namespace arshim::policy {
 
 namespace {
 
-constexpr const char* kTopKeys[] = {"version", "rule"};
+constexpr const char* kTopKeys[] = {"version", "origin", "model", "rule"};
+constexpr std::size_t kMaxHeaderKeys = 64;  // [origin] and [model] entries
 constexpr const char* kRuleKeys[] = {"name",    "mpi",      "bytes",         "ppn",    "nodes",   "comm_size",
                                      "dtype",   "op",       "path",          "segments", "segment_bytes",
                                      "window",  "leaders",  "pipeline_k",    "kernel", "sharp_mode", "sharp_leaders",
-                                     "library_bug", "reproducible", "algorithm"};
+                                     "library_bug", "reproducible", "algorithm", "evidence", "time_us", "native_us"};
 
 constexpr uint64_t kMaxCount = 0xFFFFFFFFull;  // CallFacts counts are 32-bit
 
@@ -167,6 +168,9 @@ public:
             else if (k == "reproducible") read_yes_no(node, &rule->match.repros, kReproducible, kNotReproducible);
             else if (k == "algorithm")
                 read_choice(node, kReproAlgorithmWords, &rule->action.algorithm, kSetAlgorithm, rule);
+            else if (k == "evidence") read_choice(node, kEvidenceWords, &rule->evidence.kind);
+            else if (k == "time_us") read_micros(node, &rule->evidence.time_us);
+            else if (k == "native_us") read_micros(node, &rule->evidence.native_us);
             else if (k == "path") {
                 have_path = true;
                 read_choice(node, kPathWords, &rule->action.path);
@@ -227,6 +231,13 @@ private:
     template <typename Enum>
     void read_choice(const toml::node& node, const vocab::Words& names, Enum* out, uint32_t bit, RuleSpec* rule) {
         if (read_choice(node, names, out)) rule->set |= bit;
+    }
+
+    // A time in microseconds (evidence of a tuned rule): a non-negative number.
+    void read_micros(const toml::node& node, double* out) {
+        if (const auto* f = node.as_floating_point(); f != nullptr && f->get() >= 0 && f->get() < 1e15) *out = f->get();
+        else if (const auto* i = node.as_integer(); i != nullptr && i->get() >= 0) *out = static_cast<double>(i->get());
+        else bad(node, "is not a time", "a number of microseconds >= 0");
     }
 
     // A yes/no match key: true matches only the calls that have the property (library_bug: the call hits a known
@@ -393,6 +404,38 @@ std::string rule_list(const std::vector<int>& indices) {
     return out;
 }
 
+// [origin] (who made a generated table: strings or numbers, kept as text) and [model] (the cost model's fitted
+// parameters: numbers), docs/tuning.md. Informational for decisions; the tuning cache checks its origin.
+void read_header_table(std::string_view name, const toml::node& node, int line, Reporter& report, Table* table) {
+    const auto* entries = node.as_table();
+    const bool model = name == "model";
+    if (entries == nullptr) {
+        report.error(line, std::string(name) + " is " + type_phrase(node.type()) + "; allowed: a table of " +
+                               (model ? "numbers" : "strings or numbers"));
+        return;
+    }
+    for (auto&& [key, value] : *entries) {
+        const int at = line_of(key.source());
+        if (table->origin.size() + table->model.size() >= kMaxHeaderKeys) {
+            report.error(at, std::string(name) + ": more than " + std::to_string(kMaxHeaderKeys) + " entries");
+            return;
+        }
+        const std::string k = escape(key.str(), 60);
+        if (const auto* f = value.as_floating_point()) {
+            if (model) table->model.emplace_back(k, f->get());
+            else table->origin.emplace_back(k, render(value));
+        } else if (const auto* i = value.as_integer()) {
+            if (model) table->model.emplace_back(k, static_cast<double>(i->get()));
+            else table->origin.emplace_back(k, std::to_string(i->get()));
+        } else if (const auto* s = value.as_string(); s != nullptr && !model) {
+            table->origin.emplace_back(k, escape(s->get(), 200));
+        } else {
+            report.error(at, std::string(name) + "." + k + " = " + render(value) + " is " +
+                                 type_phrase(value.type()) + "; allowed: " + (model ? "a number" : "a string or a number"));
+        }
+    }
+}
+
 void read_document(const toml::table& root, Reporter& report, Table* table, bool check_reachability) {
     bool have_version = false;
     const toml::node* rules = nullptr;
@@ -410,6 +453,8 @@ void read_document(const toml::table& root, Reporter& report, Table* table, bool
         } else if (key.str() == "rule") {
             rules = &node;
             rules_line = line;
+        } else if (key.str() == "origin" || key.str() == "model") {
+            read_header_table(key.str(), node, line, report, table);
         } else {
             report.error(line, "unknown top-level key '" + escape(key.str(), 40) + "'" +
                                    did_you_mean(key.str(), kTopKeys) + "; allowed: " + join(kTopKeys) +

@@ -39,6 +39,7 @@ struct RuleSpec {
     Decision action;     // path and every parameter (defaults where the rule is silent); action.rule == -1
     uint32_t set = 0;    // SetBits
     std::string name;    // optional `name`
+    Evidence evidence;   // optional `evidence`, `time_us`, `native_us`
     int line = 0;        // line of the [[rule]] header
     int number = 0;      // 1-based position in the file
 };
@@ -49,6 +50,8 @@ struct RuleSpec {
 struct Table {
     std::string source;
     std::vector<RuleSpec> rules;
+    std::vector<std::pair<std::string, std::string>> origin;  // [origin]: who made a generated table
+    std::vector<std::pair<std::string, double>> model;        // [model]: the cost model's parameters
     std::vector<std::string> problems;
     int errors = 0;
     int warnings = 0;

@@ -247,7 +247,10 @@ const policy::Decision& CommContext::decide(uint64_t bytes, uint32_t bucket, MPI
 }
 
 CommContext::KeyBook& CommContext::book(uint32_t bucket, kernels::Type type, kernels::Op op) {
-    if (!books_) books_ = std::make_unique<FixedTable<uint32_t, KeyBook, 256, 8>>();
+    if (!books_) {
+        books_ = std::make_unique<FixedTable<uint32_t, KeyBook, 64, 8>>();
+        overflow_book_.overflow = true;
+    }
     const uint32_t key = bucket << 16 | static_cast<uint32_t>(type) << 8 | static_cast<uint32_t>(op);
     KeyBook* entry = books_->find_or_insert(key, vocab::mix64(key));
     return entry != nullptr ? *entry : overflow_book_;

@@ -17,6 +17,7 @@
 #include "shim/core/mpi_types.h"
 #include "shim/core/mpi_util.h"
 #include "shim/core/fixed_table.h"
+#include "shim/tune/schedule.h"
 
 namespace arshim {
 
@@ -106,6 +107,8 @@ public:
     struct KeyBook {
         uint32_t verified = 0;           // calls of this key checked against the library (ARSHIM_VERIFY)
         bool mismatch_reported = false;  // a verify mismatch of this key was printed (one line per key)
+        bool overflow = false;           // the shared entry of the keys that did not fit: never tuned
+        tune::KeyTuning tuning;          // ARSHIM_TUNE (shim/tune/online.h)
     };
     KeyBook& book(uint32_t bucket, kernels::Type type, kernels::Op op);
 
@@ -156,8 +159,8 @@ private:
     std::unique_ptr<FixedTable<DecisionKey, policy::Decision, 256, 8>> decisions_;
     policy::Decision uncached_;  // when the table is full (many distinct datatypes): computed per call
 
-    // (bucket, type, op) packed; allocated on the first book() call.
-    std::unique_ptr<FixedTable<uint32_t, KeyBook, 256, 8>> books_;
+    // (bucket, type, op) packed; allocated on the first book() call (64 keys: ~25 KB).
+    std::unique_ptr<FixedTable<uint32_t, KeyBook, 64, 8>> books_;
     KeyBook overflow_book_;  // the keys that did not fit, together (identically on every rank)
 
     std::unique_ptr<PathState> slots_[static_cast<std::size_t>(PathSlot::count)];

@@ -1,6 +1,8 @@
 #include "shim/core/engine.h"
 
+#include <chrono>
 #include <optional>
+#include <string>
 
 #include "shim/core/arg_check.h"
 #include "shim/core/context.h"
@@ -13,6 +15,7 @@
 #include "shim/paths/paths.h"
 #include "shim/sharp/path.h"
 #include "shim/stats/callsites.h"
+#include "shim/tune/online.h"
 
 namespace arshim::engine {
 
@@ -160,18 +163,42 @@ Routed route_call(const CallArgs& args) {
         in_rank_order.algorithm = policy::ReproAlgorithm::automatic;
         chosen = &in_rank_order;
     }
-    const policy::Decision& decision = *chosen;
-    if (decision.path == policy::Path::native) return native_because(args, vocab::Reason::policy, r);
+    const policy::Decision& policy_decision = *chosen;
+    CommContext::KeyBook* book = nullptr;
+    auto key_book = [&]() -> CommContext::KeyBook& {
+        if (book == nullptr) book = &ctx->book(r.bucket, cls.type.type, cls.kop);
+        return *book;
+    };
+    // Online tuning (shim/tune/online.h): the key's learned choice, or during its first calls a candidate to time.
+    tune::Pick pick{&policy_decision, -1};
+    if (!reproducible && tune::eligible(rt, policy_decision))
+        pick = tune::pick(*ctx, key_book(), policy_decision, r.bytes, rt.tune);
+    const policy::Decision& decision = *pick.decision;
+    const bool exploring = pick.candidate >= 0;
+    const auto started = exploring ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    auto explored = [&](bool declined) {
+        if (!exploring) return;
+        const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
+        const std::string what = std::string(datatype_name(args.datatype)) + " " + mpi_op_name(args.op) + ", " +
+                                 std::to_string(r.bytes) + " B";
+        tune::report(*ctx, key_book(), pick.candidate, took.count(), declined, r.bucket, cls.type.dclass, cls.kop,
+                     what.c_str());
+    };
+    if (decision.path == policy::Path::native) {
+        // The policy's choice, or the tuner's (measured faster, or being tried).
+        const vocab::Reason why =
+            policy_decision.path == policy::Path::native ? vocab::Reason::policy : vocab::Reason::tuned;
+        if (exploring) r.replayable = false;  // the key's next call may try another candidate
+        Routed routed = native_because(args, why, r);
+        explored(false);
+        return routed;
+    }
     const Call call = resolve(args, *ctx, cls, r, decision);
     // Verify mode: a key's first ARSHIM_VERIFY served calls are computed by the library too (shim/core/verify.h).
     std::optional<verify::Check> check;
-    CommContext::KeyBook* book = nullptr;
-    if (runtime().verify_calls > 0) {
-        book = &ctx->book(r.bucket, cls.type.type, cls.kop);
-        if (book->verified < runtime().verify_calls) {
-            ++book->verified;
-            check.emplace(call);
-        }
+    if (rt.verify_calls > 0 && key_book().verified < rt.verify_calls) {
+        ++key_book().verified;
+        check.emplace(call);
     }
     PathOutcome outcome;
     switch (decision.path) {
@@ -184,9 +211,12 @@ Routed route_call(const CallArgs& args) {
     }
     if (!outcome.served) {
         r.replayable = false;  // a path's state may change (SHARP disabled after an error): classify every call
-        return native_because(args, reproducible ? vocab::Reason::not_reproducible : outcome.reason, r);
+        Routed routed = native_because(args, reproducible ? vocab::Reason::not_reproducible : outcome.reason, r);
+        explored(true);
+        return routed;
     }
-    if (check) check->finish(call, outcome.rc, *book, library_bug);
+    explored(false);
+    if (check) check->finish(call, outcome.rc, key_book(), library_bug);
     r.rc = outcome.rc;
     r.path = decision.path;
     r.sharp = outcome.sharp;

@@ -26,6 +26,7 @@
 #include "shim/stats/callsites.h"
 #include "shim/stats/counters.h"
 #include "shim/stats/report.h"
+#include "shim/tune/online.h"
 
 extern char** environ;
 
@@ -111,6 +112,11 @@ void load_sharp(const Runtime& rt, bool collective) {
 int finalize_callback(MPI_Comm, int, void*, void*) {
     ReentryGuard guard;
     stats::finalize_report();
+    const Runtime& rt = runtime();
+    if (rt.world_rank == 0 || !rt.config_agreed) {
+        const std::string problem = tune::write_cache(rt);
+        if (!problem.empty()) log::warn("{}", problem);
+    }
     CommContext::release_all();
     free_simd_ops();
     return MPI_SUCCESS;
@@ -192,6 +198,7 @@ void initialize(bool collective) {
         if (rt->check_args) stats::set_no_replay();
         rt->reproducible = static_cast<ReproducibleMode>(rt->config.number(OptionId::reproducible));  // choice order
         rt->reproducible_any_np = rt->reproducible == ReproducibleMode::any_np;
+        rt->tune = static_cast<tune::Mode>(rt->config.number(OptionId::tune));  // choice order
 
         // Policy: rank 0 reads the file and broadcasts its text; every rank parses the identical text.
         const std::string& policy_path = rt->config.text(OptionId::policy);
@@ -209,9 +216,20 @@ void initialize(bool collective) {
             if (have_file) bcast_string(rt->policy_text, 0, MPI_COMM_WORLD);
         }
         rt->have_policy_file = have_file != 0;
-        policy::LoadResult loaded = policy::load_policy(rt->config, rt->have_policy_file ? &rt->policy_text : nullptr,
-                                                        policy_path, mpi_flavor(),
-                                                        /*check_reachability=*/rt->world_rank == 0 || !collective);
+        // The tuning cache (ARSHIM_TUNE_CACHE): rank 0 reads and checks it, every rank parses the same text.
+        std::string cache_text;
+        if (!collective || rt->world_rank == 0) {
+            std::string problem;
+            cache_text = tune::read_cache(*rt, &problem);
+            if (!problem.empty()) problems.push_back(problem);
+        }
+        if (collective && !rt->config.text(OptionId::tune_cache).empty()) bcast_string(cache_text, 0, MPI_COMM_WORLD);
+        if (const std::size_t first_rule = cache_text.find("[[rule]]"); first_rule != std::string::npos)
+            rt->tune_cache_rules = cache_text.substr(first_rule);
+        policy::LoadResult loaded = policy::load_policy(
+            rt->config, rt->have_policy_file ? &rt->policy_text : nullptr, policy_path, mpi_flavor(),
+            /*check_reachability=*/rt->world_rank == 0 || !collective, cache_text.empty() ? nullptr : &cache_text,
+            "tuning cache " + printable(rt->config.text(OptionId::tune_cache), 200));
         rt->policy = loaded.policy;
         problems.insert(problems.end(), loaded.problems.begin(), loaded.problems.end());
     }

@@ -12,6 +12,10 @@
 
 namespace arshim {
 
+namespace tune {
+enum class Mode : uint8_t;  // shim/tune/online.h
+}
+
 // ARSHIM_REPRODUCIBLE (docs/reproducible.md).
 enum class ReproducibleMode : uint8_t { off, layout, any_np };
 
@@ -34,6 +38,8 @@ struct Runtime {
     bool check_args = false;          // ARSHIM_CHECK_ARGS
     ReproducibleMode reproducible = ReproducibleMode::off;
     bool reproducible_any_np = false;  // reproducible == any_np
+    tune::Mode tune{};                  // ARSHIM_TUNE (shim/tune/online.h); {} = off
+    std::string tune_cache_rules;       // the rules of the tuning cache read at start (kept when it is rewritten)
 };
 
 // The MPI flavor this library was built for: "mpich" or "openmpi".

@@ -6,6 +6,9 @@
 
 #include "shim/core/log.h"
 
+// Tests only (test/verify/kernel_fault.cpp, never installed): every window fails to build. Null in the product.
+extern "C" int arshim_test_fail_shm() __attribute__((weak, visibility("hidden")));
+
 namespace arshim {
 
 namespace {
@@ -48,6 +51,7 @@ ShmState* create_shm_state(CommContext& ctx, const ShmDomain& domain, std::size_
     PMPI_Comm_size(shared, &shared_size);
     PMPI_Comm_free(&shared);
     if (shared_size != domain.size) ok = 0;
+    if (arshim_test_fail_shm != nullptr && arshim_test_fail_shm()) ok = 0;
 
     // The chunk size decides how many inter-node steps each leader makes, so it must be the same on every node: it
     // is derived from values identical on all ranks (largest ppn, node count, settings, the call's size).

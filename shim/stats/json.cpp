@@ -17,6 +17,7 @@
 #include "kernels/kernels.h"
 #include "shim/core/runtime.h"
 #include "shim/stats/report.h"
+#include "shim/tune/online.h"
 
 namespace arshim::stats {
 
@@ -150,8 +151,12 @@ std::string to_json(const Report& r) {
     json library_bugs = json::object();  // calls that hit each known library bug, by entry id (docs/library-bugs.md)
     json verify = json::object();        // verify mode (docs/verify.md), summed over ranks
     json argument_check = json::object();
+    json tuning = json::object();
     Counts::for_each_field(r.counts, [&](uint64_t calls, const char* section, const char* key) {
-        if (section == std::string("verify")) {
+        if (section == std::string("tuning")) {
+            if (key == std::string("exploration_ns")) tuning["exploration_s"] = static_cast<double>(calls) * 1e-9;
+            else tuning[key] = calls;
+        } else if (section == std::string("verify")) {
             verify[key] = calls;
         } else if (section == std::string("argument_check")) {
             argument_check[key] = calls;
@@ -229,6 +234,18 @@ std::string to_json(const Report& r) {
     doc["verify"] = verify;
     argument_check["enabled"] = runtime().check_args;
     doc["argument_check"] = argument_check;
+    tuning["mode"] = runtime().config.text(OptionId::tune);
+    json learned = json::array();  // rank 0's communicators
+    for (const tune::Learned& l : tune::learned()) {
+        learned.push_back(json{{"communicator_size", l.comm_size}, {"nodes", l.nodes}, {"ppn", l.ppn},
+                               {"bytes_min", vocab::bucket_floor(l.bucket)}, {"bytes_max", vocab::bucket_ceiling(l.bucket)},
+                               {"datatype", vocab::dtype_class_name(l.dclass)}, {"op", vocab::op_name(l.op)},
+                               {"policy", l.policy_choice}, {"chosen", policy::describe_decision(l.chosen)},
+                               {"chosen_us", l.chosen_us}, {"policy_us", l.policy_us}, {"native_us", l.native_us},
+                               {"candidates", l.candidates}});
+    }
+    tuning["decided"] = learned;
+    doc["tuning"] = tuning;
 
     json sites = json::array();
     for (const SiteEntry& s : r.sites) {
@@ -363,6 +380,15 @@ void print_summary(const Report& r, const std::string& written) {
                          static_cast<unsigned long long>(r.counts.verify_unordered));
         std::fputc('\n', out);
     }
+    if (r.counts.tune_exploration_calls > 0 || r.counts.tune_decisions > 0)
+        std::fprintf(out,
+                     "arshim[0] tuning (%s): %llu keys decided (summed over ranks), %llu of them for another choice "
+                     "than the policy's; %llu exploration calls (%.3f s)\n",
+                     runtime().config.text(OptionId::tune).c_str(),
+                     static_cast<unsigned long long>(r.counts.tune_decisions),
+                     static_cast<unsigned long long>(r.counts.tune_changed),
+                     static_cast<unsigned long long>(r.counts.tune_exploration_calls),
+                     static_cast<double>(r.counts.tune_exploration_ns) * 1e-9);
     if (r.counts.argcheck_calls > 0)
         std::fprintf(out, "arshim[0] argument check: %llu calls checked (summed over ranks), %llu with arguments that "
                           "differ across ranks\n",

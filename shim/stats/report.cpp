@@ -28,6 +28,7 @@
 #include "shim/core/arg_check.h"
 #include "shim/core/runtime.h"
 #include "shim/core/verify.h"
+#include "shim/tune/online.h"
 #include "shim/stats/counters.h"
 #include "shim/stats/log_file.h"
 #include "shim/stats/report.h"
@@ -103,6 +104,10 @@ LocalData gather_local(bool with_sites) {
     d.counts.verify_unordered = verify::g_unordered.load();
     d.counts.argcheck_calls = argcheck::g_checked.load();
     d.counts.argcheck_mismatches = argcheck::g_mismatched.load();
+    d.counts.tune_exploration_calls = tune::g_exploration_calls.load();
+    d.counts.tune_exploration_ns = tune::g_exploration_ns.load();
+    d.counts.tune_decisions = tune::g_decisions.load();
+    d.counts.tune_changed = tune::g_changed.load();
     d.verify_relative = verify::worst_relative();
     // Communicators registered but never used for a counted call (e.g. only while paused) make no row.
     for (auto it = d.comms.begin(); it != d.comms.end();)

@@ -175,10 +175,12 @@ struct Counts {
     uint64_t verify_calls = 0, verify_mismatches = 0, verify_library_bug_calls = 0, verify_library_bug_differences = 0,
              verify_unordered = 0;
     uint64_t argcheck_calls = 0, argcheck_mismatches = 0;  // ARSHIM_CHECK_ARGS (shim/core/arg_check.h)
+    // ARSHIM_TUNE (shim/tune/online.h): exploration calls and their time; keys decided, of which for another choice.
+    uint64_t tune_exploration_calls = 0, tune_exploration_ns = 0, tune_decisions = 0, tune_changed = 0;
 
     // fn(value, JSON section, JSON key): "totals" keys sit in the log's totals object, "sharp" ones in its sharp
-    // object, "library_bugs" ones in its library_bugs object (key "" = no such entry), "verify" and
-    // "argument_check" ones in objects of those names, "reasons" ones become its fallbacks array.
+    // object, "library_bugs" ones in its library_bugs object (key "" = no such entry), "verify", "argument_check"
+    // and "tuning" ones in objects of those names, "reasons" ones become its fallbacks array.
     template <typename Self, typename Fn>
     static void for_each_field(Self& self, Fn&& fn) {
         for (std::size_t i = 0; i < kReasonCount; ++i)
@@ -196,6 +198,10 @@ struct Counts {
         fn(self.verify_unordered, "verify", "unordered_elements");
         fn(self.argcheck_calls, "argument_check", "calls");
         fn(self.argcheck_mismatches, "argument_check", "mismatches");
+        fn(self.tune_exploration_calls, "tuning", "exploration_calls");
+        fn(self.tune_exploration_ns, "tuning", "exploration_ns");
+        fn(self.tune_decisions, "tuning", "decisions");
+        fn(self.tune_changed, "tuning", "changed");
     }
     void pack(Arrays& a) const {
         for_each_field(*this, [&](const uint64_t& v, const char*, const char*) { a.push_count(v); });

@@ -308,9 +308,10 @@ TEST_CASE("Every report field has a JSON key, and one rank's report is its own c
         CHECK(std::string(key) != "?");
         CHECK((std::string(section) == "reasons" || std::string(section) == "totals" ||
                std::string(section) == "sharp" || std::string(section) == "library_bugs" ||
-               std::string(section) == "verify" || std::string(section) == "argument_check"));
+               std::string(section) == "verify" || std::string(section) == "argument_check" ||
+               std::string(section) == "tuning"));
         ++counters;
     });
-    // reasons, 3 totals, SHARP counters, library bugs, 5 verify mode counters, 2 argument check counters
-    CHECK(counters == vocab::kReasonCount + 3 + stats::kSharpCounters + arshim::bugs::kMaxEntries + 5 + 2);
+    // reasons, 3 totals, SHARP counters, library bugs, 5 verify mode, 2 argument check and 4 tuning counters
+    CHECK(counters == vocab::kReasonCount + 3 + stats::kSharpCounters + arshim::bugs::kMaxEntries + 5 + 2 + 4);
 }

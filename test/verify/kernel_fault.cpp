@@ -8,7 +8,12 @@
 //                         ARShim's kernels is then wrong (multi-leader and SHARP: n-ary, node level; pipelined with
 //                         ARShim's op handed to the library, ARSHIM_KERNEL_FOR_MPI=simd: binary);
 //   reverse               the n-ary kernels sum their sources in reverse order: a legitimate reassociation, which
-//                         verify mode must accept however much the result changes.
+//                         verify mode must accept however much the result changes;
+//   none                  the kernels are left right (for the other hooks below).
+// Two more hooks for the online-tuning tests (test/tune/):
+//   ARSHIMTEST_TUNE_SKEW_RANK=r   world rank r sees every library allreduce 100x faster than it was (the ranks see
+//                                 different timings: they must still decide alike);
+//   ARSHIMTEST_FAIL_SHM=1         every node shared-memory window fails to build (paths that need one decline).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -73,10 +78,25 @@ void wrap() {
 
 extern "C" __attribute__((visibility("hidden"))) void arshim_test_inject_kernel_fault() {
     const char* mode = std::getenv("ARSHIMTEST_KERNEL_FAULT");
+    if (mode != nullptr && std::strcmp(mode, "none") == 0) return;
     g_reverse = mode != nullptr && std::strcmp(mode, "reverse") == 0;
     g_faulty = arshim::kernels::active();
     wrap<int32_t, Type::i32>();
     wrap<float, Type::f32>();
     wrap<double, Type::f64>();
     arshim::kernels::replace_active(&g_faulty);
+}
+
+extern "C" __attribute__((visibility("hidden"))) double arshim_test_skew_tune_time(double seconds, int world_rank,
+                                                                               int native) {
+    static const int skewed = [] {
+        const char* rank = std::getenv("ARSHIMTEST_TUNE_SKEW_RANK");
+        return rank != nullptr ? std::atoi(rank) : -1;
+    }();
+    return world_rank == skewed && native ? seconds / 100 : seconds;
+}
+
+extern "C" __attribute__((visibility("hidden"))) int arshim_test_fail_shm() {
+    const char* fail = std::getenv("ARSHIMTEST_FAIL_SHM");
+    return fail != nullptr && std::strcmp(fail, "1") == 0;
 }

@@ -19,6 +19,7 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.realpath(__file__))
+BAD_POLICY = os.path.join(HERE, "bad_policy.toml")
 
 
 def build_dir(explicit):
@@ -45,6 +46,12 @@ def configurations(flavor, np_, names):
         "arshim-native": (True, {"ARSHIM_PATH": "native"}, []),
         # The default policy with the argument check on every call (docs/verify.md).
         "arshim-check-args": (True, {"ARSHIM_CHECK_ARGS": "1"}, []),
+        # Online tuning (docs/tuning.md): the default is guard; off, online; and a deliberately bad policy, alone and
+        # corrected by online tuning (the recovery benchmark).
+        "arshim-tune-off": (True, {"ARSHIM_TUNE": "off"}, []),
+        "arshim-online": (True, {"ARSHIM_TUNE": "online"}, []),
+        "bad-policy": (True, {"ARSHIM_POLICY": BAD_POLICY, "ARSHIM_TUNE": "off"}, []),
+        "bad-policy-online": (True, {"ARSHIM_POLICY": BAD_POLICY, "ARSHIM_TUNE": "online"}, []),
         # Reproducible mode (docs/reproducible.md): float sums in rank order; exact (any number of ranks).
         "arshim-reproducible": (True, {"ARSHIM_REPRODUCIBLE": "layout"}, []),
         "arshim-any-np": (True, {"ARSHIM_REPRODUCIBLE": "any-np"}, []),

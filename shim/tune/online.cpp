@@ -1,0 +1,318 @@
+#include "shim/tune/online.h"
+
+#include <algorithm>
+#include <ctime>
+#include <mutex>
+#include <vector>
+
+#include "arshim_config.h"
+#include "policy/rules.h"
+#include "policy/text.h"
+#include "shim/core/log.h"
+#include "shim/core/runtime.h"
+#include "shim/stats/log_file.h"
+#include "shim/tune/schedule.h"
+
+// Tests only (test/verify/kernel_fault.cpp, never installed): skews this rank's measured times, so that the tests
+// can show every rank deciding alike when the ranks see different timings. Null in the product.
+extern "C" double arshim_test_skew_tune_time(double seconds, int world_rank, int native)
+    __attribute__((weak, visibility("hidden")));
+
+namespace arshim::tune {
+
+namespace {
+
+std::mutex g_learned_mutex;
+std::vector<Learned> g_learned;  // rank 0's decisions, at most kMaxLearned
+constexpr std::size_t kMaxLearned = 256;
+
+bool same_choice(const policy::Decision& a, const policy::Decision& b) {
+    if (a.path != b.path || a.kernel != b.kernel) return false;
+    switch (a.path) {
+    case policy::Path::pipelined:
+        return a.segment_bytes == b.segment_bytes && a.segments == b.segments && a.window == b.window;
+    case policy::Path::multileader: return a.leaders == b.leaders && a.pipeline_k == b.pipeline_k;
+    case policy::Path::sharp: return a.sharp_mode == b.sharp_mode && a.sharp_leaders == b.sharp_leaders;
+    case policy::Path::reproducible: return a.algorithm == b.algorithm && a.leaders == b.leaders;
+    default: return true;
+    }
+}
+
+uint64_t pow2_at_least(uint64_t v) {
+    uint64_t p = 1;
+    while (p < v && p < (uint64_t{1} << 40)) p <<= 1;
+    return p;
+}
+
+// The candidates of a key, the policy's choice first (docs/tuning.md): guard adds the library's allreduce; online
+// also the other host path and the neighbours of the policy's parameters. Every value comes from the decision, the
+// communicator's layout and the call's size: identical on every rank.
+int candidates(const CommContext& ctx, const policy::Decision& chosen, uint64_t bytes, Mode mode,
+               policy::Decision (&out)[kMaxCandidates]) {
+    int n = 0;
+    auto add = [&](policy::Decision d) {
+        if (n == kMaxCandidates) return;
+        if (d.path == policy::Path::multileader)
+            d.leaders = std::clamp<uint32_t>(d.leaders, 1, static_cast<uint32_t>(std::max(1, ctx.ppn_min)));
+        for (int i = 0; i < n; ++i)
+            if (same_choice(out[i], d)) return;
+        out[n++] = d;
+    };
+    add(chosen);
+    policy::Decision native = chosen;
+    native.path = policy::Path::native;
+    add(native);
+    if (mode != Mode::online) return n;
+
+    const bool shared_memory = ctx.ppn_max > 1;
+    policy::Decision leaders = chosen;
+    leaders.path = policy::Path::multileader;
+    if (chosen.path != policy::Path::multileader) {
+        leaders.leaders = bytes < 16 * 1024 ? 1 : 2;
+        leaders.pipeline_k = 1;
+    }
+    policy::Decision segments = chosen;
+    segments.path = policy::Path::pipelined;
+    if (chosen.path != policy::Path::pipelined) {
+        segments.segments = 0;
+        segments.segment_bytes = std::clamp<uint64_t>(pow2_at_least(bytes / 4), 64 * 1024, uint64_t{1} << 20);
+        segments.window = 8;
+    }
+    // The other host path first, then the neighbours of the policy's own parameters.
+    if (chosen.path == policy::Path::multileader) {
+        add(segments);
+        policy::Decision fewer = chosen, more = chosen;
+        fewer.leaders = std::max<uint32_t>(1, chosen.leaders / 2);
+        more.leaders = chosen.leaders * 2;
+        add(more);
+        add(fewer);
+    } else if (chosen.path == policy::Path::pipelined) {
+        if (shared_memory) add(leaders);
+        policy::Decision smaller = chosen, larger = chosen;
+        smaller.segments = larger.segments = 0;
+        const uint64_t seg = chosen.segment_bytes > 0 ? chosen.segment_bytes : uint64_t{1} << 20;
+        smaller.segment_bytes = std::max<uint64_t>(16 * 1024, seg / 4);
+        larger.segment_bytes = seg * 4;
+        add(larger);
+        add(smaller);
+    } else {
+        if (shared_memory) {
+            add(leaders);
+            policy::Decision two = leaders;
+            two.leaders = leaders.leaders == 1 ? 2 : 1;
+            add(two);
+        }
+        if (bytes >= 64 * 1024) add(segments);
+    }
+    return n;
+}
+
+std::string size_text(uint64_t bytes) {
+    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (bytes >= 1024 && bytes % 1024 == 0 && u < 4) bytes /= 1024, ++u;
+    return std::to_string(bytes) + " " + units[u];
+}
+
+}  // namespace
+
+bool eligible(const Runtime& rt, const policy::Decision& d) {
+    const auto mode = static_cast<Mode>(rt.config.number(OptionId::tune));
+    if (mode == Mode::off || d.measured || d.path == policy::Path::reproducible) return false;
+    if (rt.config.text(OptionId::path) != "auto") return false;  // a forced path is the user's experiment
+    return mode == Mode::online || d.path != policy::Path::native;
+}
+
+Pick pick(CommContext& ctx, CommContext::KeyBook& book, const policy::Decision& policy_decision, uint64_t bytes,
+          Mode mode) {
+    KeyTuning& t = book.tuning;
+    if (book.overflow) return {&policy_decision, -1};  // shared by many keys: the policy decides
+    if (t.status == KeyTuning::decided) return {&t.candidate[t.chosen], -1};
+    if (t.status == KeyTuning::untouched) {
+        t.exploration = Exploration{};
+        const int n = candidates(ctx, policy_decision, bytes, mode, t.candidate);
+        if (n < 2) {
+            t.status = KeyTuning::decided;
+            t.chosen = 0;
+            return {&t.candidate[0], -1};
+        }
+        t.exploration.candidates = static_cast<uint8_t>(n);
+        t.status = KeyTuning::exploring;
+    }
+    const int c = t.exploration.next;
+    return {&t.candidate[c], c};
+}
+
+void report(CommContext& ctx, CommContext::KeyBook& book, int c, double seconds, bool declined, uint32_t bucket,
+            vocab::DtypeClass dclass, kernels::Op op, const char* what) {
+    KeyTuning& t = book.tuning;
+    Exploration& ex = t.exploration;
+    if (arshim_test_skew_tune_time != nullptr)
+        seconds = arshim_test_skew_tune_time(seconds, runtime().world_rank,
+                                             t.candidate[c].path == policy::Path::native ? 1 : 0);
+    g_exploration_calls.fetch_add(1, std::memory_order_relaxed);
+    g_exploration_ns.fetch_add(static_cast<uint64_t>(seconds * 1e9), std::memory_order_relaxed);
+    if (!ex.record(c, static_cast<float>(seconds * 1e6), declined)) return;
+
+    // The decision point: every rank's medians and spreads, the largest over the ranks, in one allreduce.
+    const int n = ex.candidates;
+    float agreed[2 * kMaxCandidates] = {};
+    for (int k = 0; k < n; ++k) ex.local(k, &agreed[k], &agreed[kMaxCandidates + k]);
+    PMPI_Allreduce(MPI_IN_PLACE, agreed, 2 * kMaxCandidates, MPI_FLOAT, MPI_MAX, ctx.comm);
+    const float* median = agreed;
+    const float* spread = agreed + kMaxCandidates;
+    const int v = verdict(median, spread, n, ex.excluded, ex.round + 1 >= kMaxRounds);
+    if (v < 0) {
+        ex.next_round();
+        return;
+    }
+    t.status = KeyTuning::decided;
+    t.chosen = static_cast<uint8_t>(v);
+    g_decisions.fetch_add(1, std::memory_order_relaxed);
+    if (v != 0) g_changed.fetch_add(1, std::memory_order_relaxed);
+
+    if (ctx.rank != 0) return;
+    Learned l;
+    l.bucket = bucket;
+    l.ppn = static_cast<uint32_t>(ctx.ppn_max);
+    l.nodes = static_cast<uint32_t>(ctx.node_count);
+    l.comm_size = static_cast<uint32_t>(ctx.size);
+    l.dclass = dclass;
+    l.op = op;
+    l.chosen = t.candidate[v];
+    l.policy_choice = policy::describe_decision(t.candidate[0]);
+    l.chosen_us = median[v];
+    l.policy_us = (ex.excluded & 1u) ? -1 : median[0];
+    for (int k = 0; k < n; ++k) {
+        if (t.candidate[k].path == policy::Path::native && !(ex.excluded >> k & 1u)) l.native_us = median[k];
+        if (!l.candidates.empty()) l.candidates += "; ";
+        l.candidates += policy::describe_decision(t.candidate[k]) + ": ";
+        if (ex.excluded >> k & 1u) {
+            l.candidates += "declined";
+        } else {
+            char text[64];
+            std::snprintf(text, sizeof text, "%.1f us (+-%.1f)", median[k], spread[k]);
+            l.candidates += text;
+        }
+    }
+    if (log::enabled(log::Level::info))
+        log::info("tuned {} on a communicator of {} ranks ({} node(s) x {}): {} ({:.1f} us; policy's choice {}: {}; "
+                  "candidates: {})",
+                  what, ctx.size, ctx.node_count, ctx.ppn_max, policy::describe_decision(l.chosen), l.chosen_us,
+                  l.policy_choice,
+                  l.policy_us < 0 ? std::string("declined") : fmt::format("{:.1f} us", l.policy_us),
+                  l.candidates);
+    std::lock_guard<std::mutex> lock(g_learned_mutex);
+    if (g_learned.size() < kMaxLearned) g_learned.push_back(std::move(l));
+}
+
+std::vector<Learned> learned() {
+    std::lock_guard<std::mutex> lock(g_learned_mutex);
+    return g_learned;
+}
+
+// ---- the tuning cache ----------------------------------------------------------------------------------------
+
+namespace {
+
+std::string origin_text(const Runtime& rt) {
+    return "flavor = \"" + std::string(mpi_flavor()) + "\"\nlibrary = \"" + printable(rt.mpi_version, 100) +
+           "\"\narshim = \"" + ARSHIM_VERSION + "\"\n";
+}
+
+std::string rule_text(const Learned& l) {
+    const uint64_t lo = vocab::bucket_floor(l.bucket), hi = l.bucket >= 64 ? 0 : uint64_t{1} << l.bucket;
+    std::string bytes = l.bucket == 0 ? "\"..1\"" : "\"" + std::to_string(lo) + ".." + (hi ? std::to_string(hi) : "") + "\"";
+    const policy::Decision& d = l.chosen;
+    std::string out = "[[rule]]\nname = \"tuned: " + std::to_string(l.comm_size) + " ranks (" + std::to_string(l.nodes) +
+                      " node(s) x " + std::to_string(l.ppn) + "), " + size_text(lo) + ", " +
+                      vocab::dtype_class_name(l.dclass) + " " + vocab::op_name(l.op) + "\"\n";
+    out += "nodes = " + std::to_string(l.nodes) + "\nppn = " + std::to_string(l.ppn) + "\nbytes = " + bytes +
+           "\ndtype = \"" + vocab::dtype_class_name(l.dclass) + "\"\nop = \"" + vocab::op_name(l.op) + "\"\n";
+    out += "path = \"" + std::string(policy::path_name(d.path)) + "\"\n";
+    switch (d.path) {
+    case policy::Path::pipelined:
+        out += d.segment_bytes > 0 ? "segment_bytes = " + std::to_string(d.segment_bytes) + "\n"
+                                   : "segments = " + std::to_string(d.segments) + "\n";
+        out += "window = " + std::to_string(d.window) + "\n";
+        break;
+    case policy::Path::multileader:
+        out += "leaders = " + std::to_string(d.leaders) + "\npipeline_k = " + std::to_string(d.pipeline_k) + "\n";
+        break;
+    case policy::Path::sharp:
+        out += std::string("sharp_mode = \"") + policy::sharp_mode_name(d.sharp_mode) + "\"\nsharp_leaders = \"" +
+               policy::sharp_leaders_name(d.sharp_leaders) + "\"\n";
+        break;
+    default: break;
+    }
+    if (d.path == policy::Path::pipelined || d.path == policy::Path::multileader)
+        out += std::string("kernel = \"") + policy::kernel_choice_name(d.kernel) + "\"\n";
+    char times[96];
+    std::snprintf(times, sizeof times, "evidence = \"measured\"\ntime_us = %.2f\n", l.chosen_us);
+    out += times;
+    if (l.native_us >= 0) {
+        std::snprintf(times, sizeof times, "native_us = %.2f\n", l.native_us);
+        out += times;
+    }
+    out += "# policy's choice " + printable(l.policy_choice, 200) + "; measured: " + printable(l.candidates, 600) + "\n\n";
+    return out;
+}
+
+}  // namespace
+
+std::string write_cache(const Runtime& rt) {
+    const std::string& path = rt.config.text(OptionId::tune_cache);
+    if (path.empty()) return "";
+    // Keep what the cache held (rules applied as measured this run, not explored again) and add what was learned.
+    std::string rules = rt.tune_cache_rules;
+    for (const Learned& l : learned()) rules += rule_text(l);
+    if (rules.empty()) return "";
+    char date[32] = "";
+    const std::time_t now = std::time(nullptr);
+    std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+    const std::string text =
+        "# ARShim tuning cache (ARSHIM_TUNE_CACHE, docs/tuning.md): what online tuning measured in jobs on this\n"
+        "# machine, as policy rules tried before every other rule. Written by rank 0 at MPI_Finalize; a cache made by\n"
+        "# another MPI library or ARShim version is ignored.\nversion = 1\n\n[origin]\nmade_by = \"arshim online tuning\"\n" +
+        origin_text(rt) + "date = \"" + date + "\"\n\n" + rules;
+    const stats::WriteOutcome written =
+        stats::write_log_file(path, text, rt.config.flag(OptionId::stats_follow_symlinks));
+    if (!written.ok())
+        return "ARSHIM_TUNE_CACHE=" + printable(path, 200) + ": not written: " + written.describe();
+    return "";
+}
+
+std::string read_cache(const Runtime& rt, std::string* problem) {
+    const std::string& path = rt.config.text(OptionId::tune_cache);
+    if (path.empty()) return "";
+    std::string text, why;
+    if (!read_regular_file(path, static_cast<uint64_t>(rt.config.number(OptionId::policy_max_bytes)), &text, &why)) {
+        if (why.find("No such file") == std::string::npos && why.find("does not exist") == std::string::npos)
+            *problem = "ARSHIM_TUNE_CACHE=" + printable(path, 200) + ": " + why + "; starting without it";
+        return "";
+    }
+    const policy::Table table = policy::read_table(text, "ARSHIM_TUNE_CACHE", false);
+    if (!table.usable()) {
+        *problem = "ARSHIM_TUNE_CACHE=" + printable(path, 200) + ": not a tuning cache (" +
+                   (table.problems.empty() ? std::string("?") : table.problems.front()) + "); ignored";
+        return "";
+    }
+    auto origin = [&table](const char* key) {
+        for (const auto& [k, v] : table.origin)
+            if (k == key) return v;
+        return std::string();
+    };
+    const std::string made_by = origin("made_by"), flavor = origin("flavor"), library = origin("library"),
+                      version = origin("arshim");
+    if (made_by != "arshim online tuning" || flavor != mpi_flavor() || library != printable(rt.mpi_version, 100) ||
+        version != ARSHIM_VERSION) {
+        *problem = "ARSHIM_TUNE_CACHE=" + printable(path, 200) + ": made for " +
+                   (flavor.empty() ? std::string("something else") : printable(flavor + " " + library + ", ARShim " + version, 200)) +
+                   ", not " + mpi_flavor() + " " + printable(rt.mpi_version, 100) + ", ARShim " + ARSHIM_VERSION +
+                   "; ignored";
+        return "";
+    }
+    return text;
+}
+
+}  // namespace arshim::tune

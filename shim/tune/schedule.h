@@ -1,0 +1,107 @@
+// Online tuning's schedule and verdict (ARSHIM_TUNE, docs/tuning.md), MPI-free so that they are unit-tested without
+// mpirun (test/shim/test_tune.cpp). shim/tune/online.cpp feeds them timings and makes the one agreement.
+//
+// A key (communicator, size bucket, element type, op) that explores tries its candidates in turn, call after call:
+// candidate 0 is the policy's choice, the others native and its neighbours. The first call of every candidate is a
+// warm-up, not a sample (a path's first call builds its shared-memory window and leader communicators); then each
+// gets kSamplesPerRound timed calls, and the ranks agree once (one allreduce of every candidate's median and spread,
+// the largest over the ranks). The verdict: the fastest candidate when its median beats the policy's choice by more
+// than either's spread; the policy's choice when it is the fastest, or when after kMaxRounds rounds no candidate
+// separated from it. Every step depends only on the call sequence and the agreed numbers, so every rank follows it
+// alike; a rank's own clock never decides alone.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "policy/policy.h"
+
+namespace arshim::tune {
+
+constexpr int kMaxCandidates = 5;
+constexpr int kWarmupCalls = 1;
+constexpr int kSamplesPerRound = 3;
+constexpr int kMaxRounds = 2;
+constexpr int kMaxSamples = kSamplesPerRound * kMaxRounds;
+
+struct Exploration {
+    uint8_t candidates = 0;  // how many (1..kMaxCandidates); 0 = not exploring
+    uint8_t next = 0;        // the candidate the next call tries
+    uint8_t round = 0;       // rounds completed
+    uint8_t excluded = 0;    // bit per candidate whose path declined (a decline is agreed by every rank)
+    uint8_t calls[kMaxCandidates] = {};  // calls made per candidate, warm-up included
+    float samples[kMaxCandidates][kMaxSamples] = {};  // microseconds
+
+    bool active(int c) const { return c < candidates && !(excluded >> c & 1u); }
+    int wanted(int c) const { return kWarmupCalls + (round + 1) * kSamplesPerRound; }
+    // Whether every active candidate has its samples for this round: the point where the ranks agree.
+    bool round_complete() const {
+        for (int c = 0; c < candidates; ++c)
+            if (active(c) && calls[c] < wanted(c)) return false;
+        return true;
+    }
+
+    // Records the call the candidate `c` made (`micros` long; `declined`: its path declined and the call ran
+    // native) and moves on to the next candidate that still needs samples. Returns true at a decision point.
+    bool record(int c, float micros, bool declined) {
+        if (declined) {
+            excluded = static_cast<uint8_t>(excluded | (1u << c));
+        } else {
+            if (calls[c] >= kWarmupCalls && calls[c] - kWarmupCalls < kMaxSamples)
+                samples[c][calls[c] - kWarmupCalls] = micros;
+            ++calls[c];
+        }
+        if (round_complete()) return true;
+        for (int step = 1; step <= candidates; ++step) {
+            const int n = (c + step) % candidates;
+            if (active(n) && calls[n] < wanted(n)) {
+                next = static_cast<uint8_t>(n);
+                break;
+            }
+        }
+        return false;
+    }
+
+    // This rank's median and spread (half the range) of candidate c's samples so far.
+    void local(int c, float* median, float* spread) const {
+        const int n = std::clamp(calls[c] - kWarmupCalls, 0, kMaxSamples);
+        float sorted[kMaxSamples];
+        std::copy(samples[c], samples[c] + n, sorted);
+        std::sort(sorted, sorted + n);
+        *median = n == 0 ? 0 : (n % 2 ? sorted[n / 2] : 0.5f * (sorted[n / 2 - 1] + sorted[n / 2]));
+        *spread = n == 0 ? 0 : 0.5f * (sorted[n - 1] - sorted[0]);
+    }
+
+    // After the agreement: the next round starts with candidate 0 (or the first active one).
+    void next_round() {
+        ++round;
+        next = 0;
+        while (next < candidates && !active(next)) ++next;
+    }
+};
+
+// The verdict from the agreed medians and spreads (the largest over the ranks): the chosen candidate, or -1 to run
+// another round. Excluded candidates never win; when the policy's choice itself declined, the fastest of the others
+// is taken at once (what remains of the policy's choice is the library's allreduce).
+inline int verdict(const float* median, const float* spread, int candidates, uint8_t excluded, bool last_round) {
+    int best = -1;
+    for (int c = 0; c < candidates; ++c)
+        if (!(excluded >> c & 1u) && (best < 0 || median[c] < median[best])) best = c;
+    if (best < 0) return 0;
+    if (excluded & 1u) return best;
+    if (best == 0) return 0;
+    const float margin = std::max(spread[0], spread[best]);
+    if (median[0] - median[best] > margin) return best;
+    return last_round ? 0 : -1;
+}
+
+// A key's tuning state (kept in its communicator's KeyBook, shim/core/context.h).
+struct KeyTuning {
+    enum Status : uint8_t { untouched, exploring, decided };
+    uint8_t status = untouched;
+    uint8_t chosen = 0;
+    Exploration exploration;
+    policy::Decision candidate[kMaxCandidates];
+};
+
+}  // namespace arshim::tune

@@ -1,0 +1,83 @@
+// Online tuning's schedule and verdict (shim/tune/schedule.h), without MPI: the order candidates are tried in,
+// warm-up calls that are not samples, declined candidates, and when a verdict separates a candidate from the
+// policy's choice.
+#include <catch2/catch.hpp>
+
+#include "shim/tune/schedule.h"
+
+using namespace arshim::tune;
+
+namespace {
+// Feeds `times[c]` to every call of candidate c until a decision point; returns the calls made.
+int run_round(Exploration& ex, const float* times, uint8_t declines = 0) {
+    int calls = 0;
+    for (;;) {
+        const int c = ex.next;
+        ++calls;
+        if (ex.record(c, times[c], declines >> c & 1u)) return calls;
+        REQUIRE(calls < 100);
+    }
+}
+}  // namespace
+
+TEST_CASE("candidates take turns; each one's first call is a warm-up", "[tune]") {
+    Exploration ex;
+    ex.candidates = 2;
+    const float times[] = {10, 20};
+    // (1 warm-up + 3 samples) x 2 candidates, alternating
+    CHECK(run_round(ex, times) == 8);
+    float median = 0, spread = 0;
+    ex.local(0, &median, &spread);
+    CHECK(median == 10);
+    CHECK(spread == 0);
+    CHECK(ex.calls[0] == 4);
+    CHECK(ex.calls[1] == 4);
+}
+
+TEST_CASE("the warm-up is not a sample: a slow first call does not count", "[tune]") {
+    Exploration ex;
+    ex.candidates = 2;
+    ex.record(0, 5000, false);  // first call of candidate 0: builds its window
+    CHECK(ex.next == 1);
+    for (int i = 0; i < 7; ++i) ex.record(ex.next, ex.next == 0 ? 10 : 20, false);
+    float median = 0, spread = 0;
+    ex.local(0, &median, &spread);
+    CHECK(median == 10);
+}
+
+TEST_CASE("a candidate whose path declines is left out", "[tune]") {
+    Exploration ex;
+    ex.candidates = 3;
+    const float times[] = {10, 20, 5};
+    run_round(ex, times, /*declines=*/0b100);
+    CHECK((ex.excluded & 0b100) != 0);
+    const float median[] = {10, 20, 0}, spread[] = {0, 0, 0};
+    // The declined candidate 2 would look fastest (0 us): never chosen.
+    CHECK(verdict(median, spread, 3, ex.excluded, false) == 0);
+}
+
+TEST_CASE("verdict: a candidate wins only by more than the spread", "[tune]") {
+    const float spread_small[] = {1, 1}, spread_large[] = {1, 60};
+    const float faster[] = {100, 50};
+    CHECK(verdict(faster, spread_small, 2, 0, false) == 1);
+    CHECK(verdict(faster, spread_large, 2, 0, false) == -1);  // within the noise: another round
+    CHECK(verdict(faster, spread_large, 2, 0, true) == 0);    // last round: the policy's choice stands
+    const float slower[] = {50, 100};
+    CHECK(verdict(slower, spread_large, 2, 0, false) == 0);   // the policy's choice is the fastest
+    // The policy's own path declined: the fastest of the rest, at once.
+    const float declined[] = {0, 70, 60};
+    const float none[] = {0, 0, 0};
+    CHECK(verdict(declined, none, 3, 0b001, false) == 2);
+}
+
+TEST_CASE("rounds restart with the first active candidate and add samples", "[tune]") {
+    Exploration ex;
+    ex.candidates = 2;
+    const float times[] = {10, 11};
+    run_round(ex, times);
+    ex.next_round();
+    CHECK(ex.round == 1);
+    CHECK(ex.next == 0);
+    CHECK(run_round(ex, times) == 6);  // 3 more samples each
+    CHECK(ex.calls[0] == 1 + 2 * kSamplesPerRound);
+}

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# tune_test.sh FLAVOR SHIM TEST_LIB CHECK_TUNE ARSHIM_POLICY_TOOL: see meson.build beside this file.
+set -uo pipefail
+flavor=$1 shim=$2 test_lib=$3 prog=$4 policy_tool=$5
+mpirun_sh=$(cd "$(dirname "$0")" && pwd)/../mpi/mpirun.sh
+for v in $(env | sed -n 's/^\(ARSHIM_[A-Z_]*\)=.*/\1/p'); do [[ $v == ARSHIM_TEST_YIELD_LIB ]] || unset "$v"; done
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+say_fail() { echo "FAIL $1"; sed 's/^/    /' <<<"$2" | head -40; fail=1; }
+run() { ARSHIM_TEST_TIMEOUT=${TIMEOUT:-180} "$mpirun_sh" "$flavor" "$@" 2>&1; }
+
+# A deliberately bad policy: every call on the pipelined path in 1 KiB segments, one at a time (the slowest path
+# measured here by far at 64 KiB and more).
+cat >"$tmp/bad.toml" <<'TOML'
+version = 1
+[[rule]]
+name = "deliberately bad: 1 KiB segments, one in flight"
+path = "pipelined"
+segment_bytes = "1K"
+window = 1
+TOML
+
+# 1. online: the bad choice is replaced wherever another candidate separated from it; every result right.
+out=$(run 2 "$shim" ARSHIM_POLICY="$tmp/bad.toml" ARSHIM_TUNE=online ARSHIM_LOG=info ARSHIM_STATS_SUMMARY=1 \
+      -- "$prog" --calls 30 --max 4194304)
+changed=$(sed -n 's/.*tuning (online): \([0-9]*\) keys decided (summed over ranks), \([0-9]*\) of them.*/\2/p' <<<"$out")
+bad_kept=$(grep -E "tuned MPI_FLOAT MPI_SUM, (1048576|4194304) B on a communicator of 2 ranks \([^)]*\): pipelined segment_bytes=1K " <<<"$out" | grep -c .)
+decided_big=$(grep -cE "tuned MPI_FLOAT MPI_SUM, (1048576|4194304) B on a communicator" <<<"$out")
+if ! grep -q "check_tune: 0 wrong results" <<<"$out"; then say_fail "online, bad policy: wrong results" "$out"
+elif [[ -z $changed || $changed -lt 4 ]]; then say_fail "online, bad policy: expected the bad choice replaced in >= 2 keys x 2 ranks" "$out"
+elif [[ $decided_big -ne 2 || $bad_kept -ne 0 ]]; then say_fail "online, bad policy: the bad choice kept at 1 MiB or 4 MiB" "$out"
+else echo "ok: online corrects a bad policy: $(grep -o 'tuning (online): .*' <<<"$out")"
+  grep "tuned MPI_FLOAT MPI_SUM, 4194304 B" <<<"$out" | cut -c1-160 | sed 's/^/    /'
+fi
+
+# 2. guard: the bad path against the library's allreduce: the library's kept where it is faster (reason tuned).
+out=$(run 2 "$shim" ARSHIM_POLICY="$tmp/bad.toml" ARSHIM_TUNE=guard ARSHIM_STATS_SUMMARY=1 -- "$prog" --calls 30 --max 4194304)
+if ! grep -q "check_tune: 0 wrong results" <<<"$out" || ! grep -qE "native because:.* tuned=[0-9]+" <<<"$out"; then
+  say_fail "guard, bad policy: expected right results and calls sent to the library as 'tuned'" "$out"
+else echo "ok: guard keeps the library where the policy's path is slower: $(grep -o 'tuning (guard): .*' <<<"$out")"
+fi
+
+# 3. Ranks that see different timings (one rank sees the library 100x faster) still decide alike: no hang, right.
+out=$(TIMEOUT=120 run 3 "$test_lib" ARSHIMTEST_KERNEL_FAULT=none ARSHIMTEST_TUNE_SKEW_RANK=1 ARSHIM_TUNE=online \
+      ARSHIM_POLICY="$tmp/bad.toml" -- "$prog" --calls 20 --max 1048576)
+rc=$?
+if [[ $rc -ne 0 ]] || ! grep -q "check_tune: 0 wrong results" <<<"$out"; then
+  say_fail "skewed timings on rank 1: expected agreed decisions (exit $rc)" "$out"
+else echo "ok: skewed timings on one rank: every rank decided alike (finished, right results)"
+fi
+
+# 4. The tuning cache: written at finalize, a valid policy file, read back and applied (no exploration).
+cache=$tmp/cache.toml
+out=$(run 2 "$shim" ARSHIM_POLICY="$tmp/bad.toml" ARSHIM_TUNE=online ARSHIM_TUNE_CACHE="$cache" -- "$prog" --calls 30 \
+      --max 4194304)
+check=$(env -u ARSHIM_TEST_YIELD_LIB "$policy_tool" check "$cache" 2>&1)
+check_rc=$?
+if [[ ! -s $cache || $check_rc -ne 0 ]] || ! grep -q 'evidence = "measured"' "$cache" || ! grep -q ": OK, " <<<"$check"; then
+  say_fail "tuning cache: not written, or not a clean policy file" "$out$check$(cat "$cache" 2>/dev/null | head -30)"
+else
+  json=$tmp/second.json
+  cp "$cache" "$tmp/first-run.toml"  # the second run rewrites the cache with what it learns itself
+  out=$(run 2 "$shim" ARSHIM_POLICY="$tmp/bad.toml" ARSHIM_TUNE=online ARSHIM_TUNE_CACHE="$cache" ARSHIM_STATS="$json" \
+        ARSHIM_STATS_SUMMARY=0 -- "$prog" --calls 30 --max 4194304)
+  if ! grep -q "check_tune: 0 wrong results" <<<"$out" || ! python3 - "$json" "$tmp/first-run.toml" <<'PY'
+import json, re, sys
+doc = json.load(open(sys.argv[1]))
+assert doc["run"]["policy_source"].startswith("tuning cache"), doc["run"]["policy_source"]
+# the keys the first run decided (the cache's rules) are not explored again; keys it left undecided may be
+cached = {int(m.group(1)) for m in re.finditer(r'bytes = "(\d+)\.\.', open(sys.argv[2]).read())}
+again = {r["bytes_min"] for r in doc["tuning"]["decided"] if r["datatype"] == "float"}
+assert cached and not (cached & again), (cached, again)
+PY
+  then say_fail "tuning cache: the second run did not apply it (or explored the cached keys again)" "$out"
+  else echo "ok: tuning cache written ($(grep -c '^\[\[rule\]\]' "$cache") rules), read back and applied without exploring"
+  fi
+fi
+
+# 5. A corrupt cache and one made for another MPI: one line each, ignored, results right.
+printf 'this is not toml [[[\n' >"$tmp/corrupt.toml"
+other=$([[ $flavor == mpich ]] && echo openmpi || echo mpich)
+sed "s/^flavor = .*/flavor = \"$other\"/" "$cache" >"$tmp/foreign.toml" 2>/dev/null
+for c in corrupt foreign; do
+  out=$(run 2 "$shim" ARSHIM_TUNE_CACHE="$tmp/$c.toml" -- "$prog" --calls 4 --max 65536)
+  want="not a tuning cache"
+  [[ $c == foreign ]] && want="made for $other"
+  if [[ $(grep -c "ARSHIM_TUNE_CACHE=" <<<"$out") -ne 1 ]] || ! grep -q "$want" <<<"$out" ||
+     ! grep -q "check_tune: 0 wrong results" <<<"$out"; then
+    say_fail "$c tuning cache: expected one line saying '$want' and right results" "$out"
+  else echo "ok: $c tuning cache ignored: $(grep -o 'ARSHIM_TUNE_CACHE=.*' <<<"$out" | cut -c1-150)"
+  fi
+done
+
+# 6. Candidates whose shared-memory window fails to build decline (agreed); every result stays right.
+out=$(run 2 "$test_lib" ARSHIMTEST_KERNEL_FAULT=none ARSHIMTEST_FAIL_SHM=1 ARSHIM_TUNE=online ARSHIM_STATS_SUMMARY=1 \
+      -- "$prog" --calls 20 --max 1048576)
+if [[ $? -ne 0 ]] || ! grep -q "check_tune: 0 wrong results" <<<"$out"; then
+  say_fail "online with failing shared memory: expected right results" "$out"
+else echo "ok: online with every shared-memory window failing: right results"
+fi
+exit $fail
