@@ -62,14 +62,16 @@ struct Exploration {
         return false;
     }
 
-    // This rank's median and spread (half the range) of candidate c's samples so far.
+    // This rank's median and spread of candidate c's samples so far. The spread is half the range without the
+    // slowest sample: noise on a shared machine only ever adds time (a preempted rank, a page fault), so one
+    // outlier must not mask a 10x difference between two candidates (it did, on a loaded 2-core machine).
     void local(int c, float* median, float* spread) const {
         const int n = std::clamp(calls[c] - kWarmupCalls, 0, kMaxSamples);
         float sorted[kMaxSamples];
         std::copy(samples[c], samples[c] + n, sorted);
         std::sort(sorted, sorted + n);
         *median = n == 0 ? 0 : (n % 2 ? sorted[n / 2] : 0.5f * (sorted[n / 2 - 1] + sorted[n / 2]));
-        *spread = n == 0 ? 0 : 0.5f * (sorted[n - 1] - sorted[0]);
+        *spread = n < 2 ? 0 : 0.5f * (sorted[n - 2] - sorted[0]);
     }
 
     // After the agreement: the next round starts with candidate 0 (or the first active one).

@@ -45,6 +45,20 @@ TEST_CASE("the warm-up is not a sample: a slow first call does not count", "[tun
     CHECK(median == 10);
 }
 
+TEST_CASE("one slow sample (a preempted call) does not widen the spread", "[tune]") {
+    Exploration ex;
+    ex.candidates = 1;
+    ex.record(0, 1, false);  // warm-up
+    for (float t : {100.f, 5000.f, 102.f}) ex.record(0, t, false);
+    float median = 0, spread = 0;
+    ex.local(0, &median, &spread);
+    CHECK(median == 102);
+    CHECK(spread == 1);  // half of 102 - 100: the 5000 us outlier is left out
+    // A candidate 10x faster than this noisy policy choice wins at once.
+    const float medians[] = {median, 10}, spreads[] = {spread, 0.5f};
+    CHECK(verdict(medians, spreads, 2, 0, false) == 1);
+}
+
 TEST_CASE("a candidate whose path declines is left out", "[tune]") {
     Exploration ex;
     ex.candidates = 3;
