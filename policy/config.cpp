@@ -73,6 +73,9 @@ const std::array<OptionSpec, kOptionCount> kOptions = {{
      "Record call sites (caller addresses via libunwind) in the statistics."},
     {OptionId::stats_depth, "ARSHIM_STATS_DEPTH", OptionType::integer, "1", nullptr, 1, 16,
      "Stack frames used to tell call sites apart (1 = the caller of MPI_Allreduce)."},
+    {OptionId::stats_python, "ARSHIM_STATS_PYTHON", OptionType::flag, "1", nullptr, 0, 1,
+     "Calls made through mpi4py: the call site is the Python caller (function, file:line; the GIL is taken for it); "
+     "0 records mpi4py's extension module instead."},
     {OptionId::stats_per_rank, "ARSHIM_STATS_PER_RANK", OptionType::flag, "0", nullptr, 0, 1,
      "Also write one statistics file per rank."},
     {OptionId::stats_follow_symlinks, "ARSHIM_STATS_FOLLOW_SYMLINKS", OptionType::flag, "0", nullptr, 0, 1,

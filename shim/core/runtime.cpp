@@ -126,10 +126,14 @@ void install_finalize_hook() {
 // times, capture call sites only when a log lists them (docs/stats.md "Overhead").
 void start_statistics(const Runtime& rt) {
     stats::start_clock();
-    callsites::warm_up(rt.config.number(OptionId::stats_depth));
     const bool file = !rt.config.text(OptionId::stats).empty();
+    const bool sites = file && rt.config.flag(OptionId::stats_callsites);
+    const std::string no_python =
+        callsites::warm_up(rt.config.number(OptionId::stats_depth), sites && rt.config.flag(OptionId::stats_python));
+    if (!no_python.empty() && rt.world_rank == 0)
+        log::info("mpi4py call sites name mpi4py's module, not Python lines: {}", no_python);
     stats::set_timed(file || stats::summary_wanted(rt));
-    stats::set_callsites(file && rt.config.flag(OptionId::stats_callsites));
+    stats::set_callsites(sites);
 }
 
 // Everything ARShim sets up, in one place and once (runtime() / after_mpi_init() below): settings, logging,
