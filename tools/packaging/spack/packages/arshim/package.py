@@ -20,10 +20,10 @@ class Arshim(MesonPackage):
     correct path for the call (the library's, pipelined, multi-leader node shared memory, SHARP), chosen by a policy
     table, with call statistics that name the call sites (C, Fortran and Python through mpi4py)."""
 
-    # The project publishes no release tarballs: set `git` to your mirror of the repository, or build from a
-    # checkout with `spack develop` (above).
-    homepage = "https://github.com/arshim/arshim"
-    git = "https://github.com/arshim/arshim.git"
+    # The project has no public home or release tarballs yet: these are placeholders (.invalid). Set `git` to your
+    # mirror of the repository, or build from a checkout with `spack develop` (above).
+    homepage = "https://arshim.example.invalid"
+    git = "https://arshim.example.invalid/arshim.git"
 
     version("main", branch="main")
 
