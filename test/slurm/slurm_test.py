@@ -14,6 +14,7 @@ srun's --export handling (an existing name list is extended, --export=NONE refus
 Exit 77 (skipped) when not root or Slurm/munge are not installed.
 """
 import argparse
+import ctypes
 import json
 import os
 import re
@@ -47,6 +48,13 @@ def free_ports(count):
     for s in sockets:
         s.close()
     return ports
+
+
+def die_with_parent(sig=signal.SIGTERM):
+    """In a child before exec: `sig` when this test process dies, even by SIGKILL (meson's second signal after a
+    timeout), so no daemon or srun outlives the test (prctl PR_SET_PDEATHSIG; kept across exec)."""
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
 
 
 class Cluster:
@@ -108,7 +116,7 @@ PartitionName=test Nodes={self.node} Default=YES MaxTime=10 State=UP OverSubscri
     def start(self, name, command):
         log = open(os.path.join(self.root, name + ".out"), "w")
         self.procs.append((name, subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=self.env,
-                                                  start_new_session=True)))
+                                                  start_new_session=True, preexec_fn=die_with_parent)))
 
     def up(self):
         self.write_config()
@@ -165,16 +173,24 @@ PartitionName=test Nodes={self.node} Default=YES MaxTime=10 State=UP OverSubscri
 
 
 def run(cluster, command, extra_env=None, timeout=240):
+    """Runs a command in a session of its own: on a timeout or when this test is stopped, the whole group is killed
+    (srun forks a helper that outlives a SIGKILL of srun alone), and srun dies with this process."""
     env = dict(cluster.env, **(extra_env or {}))
     print("$ " + " ".join(command))
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            start_new_session=True, preexec_fn=lambda: die_with_parent(signal.SIGKILL))
     try:
-        proc = subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout)
-    except subprocess.TimeoutExpired as e:
+        out, err = proc.communicate(timeout=timeout)
+    except BaseException as e:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        if not isinstance(e, subprocess.TimeoutExpired):
+            raise
         print(f"timed out after {timeout} s")
-        return subprocess.CompletedProcess(command, 124, e.stdout or "", e.stderr or "")
-    print(proc.stdout, end="")
-    print(proc.stderr, end="", file=sys.stderr)
-    return proc
+        return subprocess.CompletedProcess(command, 124, out, err)
+    print(out, end="")
+    print(err, end="", file=sys.stderr)
+    return subprocess.CompletedProcess(command, proc.returncode, out, err)
 
 
 def mpi_case(args, cluster, tmp, flavor, mpi_plugin, extra_env):

@@ -32,6 +32,14 @@ expect "openmpi program gets -x LD_PRELOAD" "-x LD_PRELOAD=[^ ]*libarshim-openmp
 expect "ARSHIM_* passed with -x" "-x ARSHIM_LOG" "$out"
 expect "shim active in the ranks" "arshim\[0\] info: ARShim" "$out"
 
+# mpiexec: Hydra's and Open MPI's take the same options as their mpirun.
+out=$("$arshim" run -v -- mpiexec.mpich -n 1 "$build/examples/allreduce_sweep-mpich" --max 64 2>&1)
+expect "mpiexec.mpich (Hydra) gets -genv LD_PRELOAD" "mpiexec.mpich -genv LD_PRELOAD [^ ]*libarshim-mpich.so" "$out"
+expect "mpiexec.mpich ran the program" "all results correct" "$out"
+out=$("$arshim" run -v -- mpiexec.openmpi -n 1 "$build/examples/allreduce_sweep-openmpi" --max 64 2>&1)
+expect "mpiexec.openmpi gets -x LD_PRELOAD" "mpiexec.openmpi -x LD_PRELOAD=[^ ]*libarshim-openmpi.so" "$out"
+expect "mpiexec.openmpi ran the program" "all results correct" "$out"
+
 if [[ -x $build/examples/fortran_allreduce-openmpi ]]; then
   out=$("$arshim" run -v -- mpirun.openmpi -n 1 "$build/examples/fortran_allreduce-openmpi" 2>&1)
   expect "fortran program detected as openmpi" "libarshim-openmpi.so" "$out"

@@ -34,7 +34,10 @@ def run(command):
     if proc.returncode != 0:
         first = (proc.stderr or proc.stdout).strip().splitlines()
         raise RuntimeError(f"{' '.join(command)} failed ({first[0] if first else f'exit {proc.returncode}'})")
-    return shlex.split(proc.stdout)
+    try:
+        return shlex.split(proc.stdout)
+    except ValueError as e:  # unbalanced quotes: not a wrapper's output
+        raise RuntimeError(f"{' '.join(command)}: cannot split its output into flags ({e})")
 
 
 def classify(words):
