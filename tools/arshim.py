@@ -39,7 +39,9 @@ VALUE_OPTIONS = {
     "-npernode", "--npernode", "-npersocket", "--npersocket", "-binding", "-map", "-mca-param-file",
 }
 PAIR_OPTIONS = {"-genv", "-env", "--mca", "-mca", "-gmca", "--gmca"}  # take two values
-# srun options written with their value as the next word (`-n 2`, `--ntasks 2`); `--opt=value` is one word anyway.
+# srun options whose value may be the next word (`-n 2`, `--ntasks 2`): those with a required argument. `--opt=value`
+# is one word anyway; options with an optional argument (--kill-on-bad-exit, --propagate, --bcast, --compress,
+# --resv-ports, --exclusive) take it only after `=`.
 SRUN_VALUE_OPTIONS = {
     "-A", "-b", "-c", "-C", "-D", "-d", "-e", "-G", "-i", "-J", "-L", "-M", "-m", "-N", "-n", "-o", "-p", "-q", "-r",
     "-S", "-T", "-t", "-W", "-w", "-x", "-B", "--account", "--begin", "--cpus-per-task", "--constraint", "--chdir",
@@ -48,12 +50,13 @@ SRUN_VALUE_OPTIONS = {
     "--wait", "--nodelist", "--exclude", "--extra-node-info", "--mpi", "--export", "--cpu-bind", "--mem-bind",
     "--mem", "--mem-per-cpu", "--mem-per-gpu", "--ntasks-per-node", "--ntasks-per-socket", "--ntasks-per-core",
     "--gres", "--gpus-per-node", "--gpus-per-task", "--cpus-per-gpu", "--reservation", "--jobid", "--het-group",
-    "--kill-on-bad-exit", "--label", "--signal", "--switches", "--hint", "--network", "--comment", "--prolog",
-    "--epilog", "--task-prolog", "--task-epilog", "--uid", "--gid", "--nice", "--propagate", "--slurmd-debug",
-    "--tmp", "--mincpus", "--sockets-per-node", "--cores-per-socket", "--threads-per-core", "--open-mode",
-    "--profile", "--container", "--bcast", "--compress", "--ckpt-dir", "--deadline", "--delay-boot", "--time-min",
-    "--wckey", "--mcs-label", "--power", "--resv-ports", "--spread-job", "--accel-bind", "--tres-per-task",
+    "--signal", "--switches", "--hint", "--network", "--comment", "--prolog", "--epilog", "--task-prolog",
+    "--task-epilog", "--uid", "--gid", "--nice", "--slurmd-debug", "--tmp", "--mincpus", "--sockets-per-node",
+    "--cores-per-socket", "--threads-per-core", "--open-mode", "--profile", "--container", "--deadline",
+    "--delay-boot", "--time-min", "--wckey", "--mcs-label", "--power", "--accel-bind", "--tres-per-task",
+    "--gpu-bind", "--gpu-freq", "--cpu-freq", "--gres-flags", "--mail-type", "--mail-user", "--ntasks-per-gpu",
 }
+
 
 class ArshimError(Exception):
     pass

@@ -40,6 +40,19 @@ out=$("$arshim" run -v -- mpiexec.openmpi -n 1 "$build/examples/allreduce_sweep-
 expect "mpiexec.openmpi gets -x LD_PRELOAD" "mpiexec.openmpi -x LD_PRELOAD=[^ ]*libarshim-openmpi.so" "$out"
 expect "mpiexec.openmpi ran the program" "all results correct" "$out"
 
+# srun without Slurm: a stand-in prints what it was given (test/slurm runs the real one).
+fake=$(mktemp -d)
+trap 'rm -rf "$fake"' EXIT
+printf '#!/bin/sh\nfor a in "$@"; do echo "arg $a"; done\n' >"$fake/srun" && chmod +x "$fake/srun"
+out=$(PATH=$fake:$PATH ARSHIM_LOG=info "$arshim" run -- srun --ntasks 2 -l --export PATH "$build/examples/allreduce_sweep-mpich" 2>&1)
+expect "srun: --export NAMES (two words) extended in place, settings by name" "^arg --export=PATH,LD_PRELOAD=/[^,]*libarshim-mpich.so,ARSHIM_LOG$" "$out"
+expect "srun: the program after valueless and valued options" "^arg $build/examples/allreduce_sweep-mpich$" "$out"
+out=$(PATH=$fake:$PATH SLURM_EXPORT_ENV=NONE "$arshim" run -- srun -n 2 "$build/examples/allreduce_sweep-openmpi" 2>&1); rc=$?
+expect "srun: SLURM_EXPORT_ENV=NONE refused" "^arshim: srun --export=NONE: " "$out"
+[[ $rc -eq 2 ]] || { echo "FAIL: SLURM_EXPORT_ENV=NONE: exit $rc"; fail=1; }
+out=$(PATH=$fake:$PATH SLURM_EXPORT_ENV=ALL,FOO=1 "$arshim" run -- srun -n 2 "$build/examples/allreduce_sweep-openmpi" 2>&1)
+expect "srun: SLURM_EXPORT_ENV kept and extended" "^arg --export=ALL,FOO=1,LD_PRELOAD=/[^ ]*libarshim-openmpi.so$" "$out"
+
 if [[ -x $build/examples/fortran_allreduce-openmpi ]]; then
   out=$("$arshim" run -v -- mpirun.openmpi -n 1 "$build/examples/fortran_allreduce-openmpi" 2>&1)
   expect "fortran program detected as openmpi" "libarshim-openmpi.so" "$out"
@@ -69,7 +82,7 @@ expect "lib without a flavor: one line" "^arshim: name the MPI: arshim lib --mpi
 [[ $rc -eq 2 && $(wc -l <<<"$out") -eq 1 ]] || { echo "FAIL: arshim lib: want exit 2 and one line, got $rc"; fail=1; }
 # The launcher's own variables are not passed to the ranks (a rank would warn about an unknown setting).
 out=$(ARSHIM_LIB_DIR=$build/shim ARSHIM_LOG=info "$arshim" run -v -- mpirun.openmpi -n 1 "$build/examples/allreduce_sweep-openmpi" --max 64 2>&1)
-expect "ARSHIM_LIB_DIR is used" "-x LD_PRELOAD=$build/shim/libarshim-openmpi.so" "$out"
+expect "ARSHIM_LIB_DIR is used" "-x LD_PRELOAD=$(realpath "$build/shim")/libarshim-openmpi.so" "$out"
 if grep -q -- "-x ARSHIM_LIB_DIR\|unknown variable" <<<"$out"; then echo "FAIL: ARSHIM_LIB_DIR reached the ranks"; fail=1; fi
 
 # The man page: a section for every command of `arshim --help`, and groff finds nothing to warn about.
