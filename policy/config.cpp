@@ -84,6 +84,9 @@ const std::array<OptionSpec, kOptionCount> kOptions = {{
      "Record call sites (caller addresses via libunwind) in the statistics."},
     {OptionId::stats_depth, "ARSHIM_STATS_DEPTH", OptionType::integer, "1", nullptr, 1, 16,
      "Stack frames used to tell call sites apart (1 = the caller of MPI_Allreduce)."},
+    {OptionId::stats_python, "ARSHIM_STATS_PYTHON", OptionType::flag, "1", nullptr, 0, 1,
+     "Calls made through mpi4py: the call site is the Python caller (function, file:line; the GIL is taken for it); "
+     "0 records mpi4py's extension module instead."},
     {OptionId::stats_per_rank, "ARSHIM_STATS_PER_RANK", OptionType::flag, "0", nullptr, 0, 1,
      "Also write one statistics file per rank."},
     {OptionId::stats_follow_symlinks, "ARSHIM_STATS_FOLLOW_SYMLINKS", OptionType::flag, "0", nullptr, 0, 1,
@@ -274,10 +277,27 @@ Config::Config() {
     for (const OptionSpec& spec : kOptions) values_[static_cast<std::size_t>(spec.id)] = default_value(spec);
 }
 
+namespace {
+
+// ARSHIM_* variables that are not settings of the library and are not warned about: what package managers and
+// environment modules set for every package (Spack's and sites' <NAME>_ROOT, _DIR, _HOME, _PREFIX: the Lmod
+// template in tools/packaging sets ARSHIM_ROOT), and the launcher's and the tools' own.
+constexpr const char* kNotSettings[] = {"ARSHIM_ROOT", "ARSHIM_DIR", "ARSHIM_HOME", "ARSHIM_PREFIX",
+                                        "ARSHIM_LIB_DIR", "ARSHIM_BUILD_DIR"};
+
+bool is_setting_name(const std::string& name) {
+    if (name.rfind("ARSHIM_", 0) != 0) return false;
+    for (const char* other : kNotSettings)
+        if (name == other) return false;
+    return true;
+}
+
+}  // namespace
+
 Config Config::from_pairs(const EnvPairs& pairs, std::vector<std::string>* problems) {
     Config config;
     for (const auto& [name, text] : pairs) {
-        if (name.rfind("ARSHIM_", 0) != 0) continue;
+        if (!is_setting_name(name)) continue;
         config.pairs_.emplace_back(name, text);
         const OptionSpec* spec = nullptr;
         for (const OptionSpec& candidate : kOptions)

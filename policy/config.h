@@ -42,6 +42,7 @@ enum class OptionId : uint8_t {
     stats_summary,
     stats_callsites,
     stats_depth,
+    stats_python,
     stats_per_rank,
     stats_follow_symlinks,
     init_timeout,

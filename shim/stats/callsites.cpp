@@ -14,6 +14,8 @@
 #include <cstring>
 #include <map>
 
+#include "shim/stats/python_frames.h"
+
 #if __has_include(<elfutils/libdwfl.h>)
 #include <elfutils/libdwfl.h>
 #define ARSHIM_HAVE_LIBDWFL_H 1
@@ -183,9 +185,25 @@ std::string merge_key(std::vector<Frame> frames) {
 
 }  // namespace
 
-void warm_up(int64_t depth) {
+std::string warm_up(int64_t depth, bool python_frames) {
     dl_iterate_phdr(classify_module, nullptr);
     g_depth = static_cast<uint32_t>(std::clamp<int64_t>(depth, 1, static_cast<int64_t>(stats::kMaxDepth)));
+    if (!python_frames || g_python_binding.hi == 0) return {};  // not wanted, or no mpi4py in this process
+    std::string why = python::find_api();
+    g_python_frames = why.empty();
+    return why;
+}
+
+void record_python(stats::ThreadCounters& t, uintptr_t pc, uint64_t bytes, double ticks) {
+    if (g_python_frames) {
+        python::Capture capture;  // holds the GIL until the site is recorded (and registered if new)
+        uintptr_t words[stats::kMaxDepth];
+        if (const uint32_t n = capture.frames(words, g_depth)) {
+            add_site(t, words, n, true, bytes, ticks, [&] { capture.register_frames(words, n); });
+            return;
+        }
+    }
+    add_site(t, &pc, 1, bytes, ticks);  // mpi4py's module frame
 }
 
 void record_walk(stats::ThreadCounters& t, uintptr_t caller, uint64_t bytes, double ticks) {
@@ -199,25 +217,27 @@ void record_walk(stats::ThreadCounters& t, uintptr_t caller, uint64_t bytes, dou
     while (i < n && is_binding(reinterpret_cast<uintptr_t>(stack[i])) &&
            !in(g_python_binding, reinterpret_cast<uintptr_t>(stack[i])))
         ++i;
+    if (i < n && in(g_python_binding, reinterpret_cast<uintptr_t>(stack[i]))) {
+        record_python(t, reinterpret_cast<uintptr_t>(stack[i]), bytes, ticks);  // above it: the interpreter
+        return;
+    }
     uintptr_t frames[stats::kMaxDepth];
     uint32_t depth = 0;
-    if (i < n && in(g_python_binding, reinterpret_cast<uintptr_t>(stack[i]))) {
-        frames[depth++] = reinterpret_cast<uintptr_t>(stack[i]);  // above it: the interpreter, not the user's code
-    } else {
-        for (; i < n && depth < g_depth; ++i) frames[depth++] = reinterpret_cast<uintptr_t>(stack[i]);
-    }
+    for (; i < n && depth < g_depth; ++i) frames[depth++] = reinterpret_cast<uintptr_t>(stack[i]);
     if (depth == 0) frames[depth++] = caller;  // the stack could not be walked: the immediate caller
     add_site(t, frames, depth, bytes, ticks);
 }
 
 std::vector<LocalSite> collect(stats::Cell* overflow) {
-    // Same addresses first (threads share code), then symbolize each distinct site once.
-    std::map<std::vector<uintptr_t>, stats::Cell> by_address;
+    // Same addresses first (threads share code), then symbolize each distinct site once. Python sites (code,
+    // position pairs) come from the registry filled when they were first recorded.
+    std::map<std::pair<bool, std::vector<uintptr_t>>, stats::Cell> by_address;
     stats::for_each_thread([&](const stats::ThreadCounters& t) {
         overflow->merge(t.sites_overflow);
         t.sites.for_each([&](const stats::SiteKey& site, const stats::Cell& calls) {
             if (calls.calls == 0) return;
-            stats::Cell& cell = by_address[std::vector<uintptr_t>(site.frames, site.frames + site.depth)];
+            stats::Cell& cell =
+                by_address[{site.python, std::vector<uintptr_t>(site.frames, site.frames + site.depth)}];
             cell.calls += calls.calls;
             cell.bytes += calls.bytes;
             cell.seconds += calls.seconds;
@@ -227,9 +247,15 @@ std::vector<LocalSite> collect(stats::Cell* overflow) {
     if (by_address.empty()) return sites;
     Symbolizer symbolizer;
     std::map<std::string, std::size_t> by_key;
-    for (const auto& [addresses, cell] : by_address) {
+    for (const auto& [site, cell] : by_address) {
+        const auto& [is_python, addresses] = site;
         std::vector<Frame> frames;
-        for (uintptr_t address : addresses) frames.push_back(symbolizer.resolve(address));
+        if (is_python) {
+            for (std::size_t i = 0; i + 1 < addresses.size(); i += python::kWordsPerFrame)
+                frames.push_back(python::resolve(addresses[i], addresses[i + 1]));
+        } else {
+            for (uintptr_t address : addresses) frames.push_back(symbolizer.resolve(address));
+        }
         std::string key = merge_key(frames);
         auto [it, fresh] = by_key.emplace(key, sites.size());
         if (fresh) sites.push_back({addresses, std::move(frames), std::move(key), {}});
@@ -243,6 +269,11 @@ std::vector<LocalSite> collect(stats::Cell* overflow) {
 
 std::string describe_address(const void* return_address) {
     if (return_address == nullptr) return "an unknown call site";
+    if (g_python_frames && in(g_python_binding, reinterpret_cast<uintptr_t>(return_address))) {
+        python::Capture capture;
+        std::string text = capture.describe_innermost();
+        if (!text.empty()) return text;
+    }
     Symbolizer symbolizer;
     return describe(symbolizer.resolve(reinterpret_cast<uintptr_t>(return_address)));
 }

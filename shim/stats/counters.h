@@ -132,14 +132,16 @@ constexpr std::size_t kRowSlots = 1024;  // per thread
 constexpr std::size_t kRowProbes = 16;
 using RowTable = FixedTable<RowId, Cell, kRowSlots, kRowProbes>;
 
-// Call sites: up to kMaxDepth return addresses per site (ARSHIM_STATS_DEPTH), symbolized only at finalize.
+// Call sites: up to kMaxDepth return addresses per site (ARSHIM_STATS_DEPTH), symbolized only at finalize; or,
+// for calls made through mpi4py, (code object, position) word pairs of Python frames (shim/stats/python_frames.h).
 constexpr std::size_t kMaxDepth = 16;
 struct SiteKey {
     uint64_t hash = 0;  // of the frames (callsites::hash_frames)
-    uint32_t depth = 0;
+    uint32_t depth = 0;  // words used in frames[]
+    bool python = false;  // frames[] holds Python (code, position) pairs, not return addresses
     uintptr_t frames[kMaxDepth] = {};
     bool operator==(const SiteKey& o) const {
-        if (hash != o.hash || depth != o.depth) return false;
+        if (hash != o.hash || depth != o.depth || python != o.python) return false;
         for (uint32_t i = 0; i < depth; ++i)
             if (frames[i] != o.frames[i]) return false;
         return true;

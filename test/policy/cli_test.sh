@@ -1,8 +1,10 @@
 #!/bin/bash
-# End-to-end checks of arshim-policy's subcommands. Usage: cli_test.sh ARSHIM_POLICY_EXE DEFAULT_TOML
+# End-to-end checks of arshim-policy's subcommands, and the example tables installed with ARShim are clean.
+# Usage: cli_test.sh ARSHIM_POLICY_EXE DEFAULT_TOML EXAMPLES_DIR
 set -u
 exe=$1
 default_toml=$2
+examples=$3
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 failures=0
@@ -82,6 +84,9 @@ expect options 0 '^ARSHIM_PATH \(choice, default auto' -- run "$exe" options
 expect options-md 0 '^\| `ARSHIM_SEGMENT_BYTES` \| size \| `0` \|' -- run "$exe" options --markdown
 expect default 0 '^version = 1$' -- run "$exe" default
 expect env-problem 0 'ARSHIM_WINDOW="x": expected an integer' -- run env ARSHIM_WINDOW=x "$exe" show
+for example in "$examples"/*.toml; do
+  expect "example-$(basename "$example")" 0 ': OK, [0-9]+ rules?$' -- run "$exe" check "$example"
+done
 
 echo "$passes passed, $failures failed"
 [[ $failures -eq 0 ]]

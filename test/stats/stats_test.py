@@ -5,7 +5,8 @@ the log with what the program did.
   stats_test.py CASE --flavor F --shim LIB --mpirun mpirun.sh --report arshim_report.py --program PROG [--source S]
 
 Cases: c, c-depth2, c-nosites (test/stats/stats_program.c), fortran (stats_fortran.f90, use mpi_f08, -g),
-fortran-example (examples/fortran_allreduce.f90, use mpi, no debug info), mpi4py (stats_mpi4py.py), bad-path,
+fortran-example (examples/fortran_allreduce.f90, use mpi, no debug info), mpi4py, mpi4py-depth2, mpi4py-nopython
+(stats_mpi4py.py: Python file:line call sites, or mpi4py's module frame under ARSHIM_STATS_PYTHON=0), bad-path,
 bad-path-per-rank, exit-early, abort.
 """
 import argparse
@@ -294,25 +295,62 @@ def case_fortran(args, example):
         report_checks(args, path, doc)
 
 
-def case_mpi4py(args):
+def mpi4py_sites(source):
+    """Lines of stats_mpi4py.py's call sites, by their "# site: NAME" markers."""
+    return {name: source_line(source, f"# site: {name}") for name in ("sums", "max", "thread", "module", "pickle")}
+
+
+def case_mpi4py(args, variant):
     np_ = 2
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "py.json")
-        proc = run(args, [f"ARSHIM_STATS={path}"], [PYTHON, args.program], np_)
+        variables = [f"ARSHIM_STATS={path}"]
+        if variant == "mpi4py-depth2":
+            variables.append("ARSHIM_STATS_DEPTH=2")
+        elif variant == "mpi4py-nopython":
+            variables.append("ARSHIM_STATS_PYTHON=0")
+        proc = run(args, variables, [PYTHON, args.program], np_)
         check(proc.returncode == 0 and "all results correct" in proc.stdout, "mpi4py program succeeded")
         if not check(os.path.exists(path), "log written") or not check(validate(args, [path]), "valid"):
             return
         with open(path) as f:
             doc = json.load(f)
+        # mpi4py 3.x's pickle-based comm.allreduce is point to point and a bcast: it never reaches MPI_Allreduce.
         rows = {("world", "float", "sum", 13): [6 * np_, 6 * 4096 * np_],
-                ("world", "int", "max", 4): [3 * np_, 24 * np_]}
-        total_calls = 9 * np_
+                ("world", "int", "max", 4): [3 * np_, 24 * np_],
+                ("world", "float", "sum", 5): [4 * np_, 4 * 16 * np_],
+                ("world", "int", "sum", 4): [np_, 8 * np_]}
+        total_calls = sum(v[0] for v in rows.values())
         common_checks(doc, np_, args.flavor, total_calls, sum(v[1] for v in rows.values()))
         check(log_rows_by_key(doc) == rows, f"mpi4py calls and bytes per row: {log_rows_by_key(doc)}")
         check(doc["totals"]["paused_calls"] == 5 * np_, "MPI.Pcontrol(0) paused 5 calls per rank")
         sites = sites_checks(doc, total_calls)
-        check(len(sites) == 1 and sites[0]["frames"][0].get("binding") == "mpi4py",
-              "the call site is mpi4py's extension module (frames above it are the interpreter's)")
+        if variant == "mpi4py-nopython":
+            check(len(sites) == 1 and sites[0]["frames"][0].get("binding") == "mpi4py",
+                  "ARSHIM_STATS_PYTHON=0: the call site is mpi4py's extension module")
+            report_checks(args, path, doc)
+            return
+        lines = mpi4py_sites(args.program)
+        program = os.path.basename(args.program)
+        want = {("sums", lines["sums"]): 6 * np_, ("max_in_place", lines["max"]): 3 * np_,
+                ("worker", lines["thread"]): 4 * np_, ("<module>", lines["module"]): np_}
+        got = {}
+        for s in sites:
+            top = s["frames"][0]
+            ok = top.get("binding") == "python" and os.path.basename(top["file"]) == program
+            got[(top["function"], top["line"]) if ok else (s["site"], 0)] = s["calls"]
+        check(got == want, f"call sites name the Python caller (function, {program}:line): {got} == {want}")
+        check(all(s["ranks"] == np_ for s in sites), f"every Python site merged over {np_} ranks")
+        depth = 2 if variant == "mpi4py-depth2" else 1
+        check(all(len(s["frames"]) == (1 if s["frames"][0]["function"] == "<module>" else depth) for s in sites),
+              f"{depth} Python frame(s) per site (1 at module level: no caller)")
+        if depth == 2:
+            callers = {s["frames"][0]["function"]: s["frames"][1]["function"] for s in sites if len(s["frames"]) == 2}
+            check(callers == {"sums": "<module>", "max_in_place": "<module>", "worker": "Thread.run"},
+                  f"depth 2: the callers' callers (the module, threading's Thread.run): {callers}")
+        text = subprocess.run([PYTHON, args.report, path, "--section", "callsites"], capture_output=True,
+                              text=True).stdout
+        check(f"sums ({program}:{lines['sums']})" in text, f"arshim report shows sums ({program}:{lines['sums']})")
         report_checks(args, path, doc)
 
 
@@ -370,8 +408,8 @@ def main():
         case_fortran(args, example=False)
     elif args.case == "fortran-example":
         case_fortran(args, example=True)
-    elif args.case == "mpi4py":
-        case_mpi4py(args)
+    elif args.case in ("mpi4py", "mpi4py-depth2", "mpi4py-nopython"):
+        case_mpi4py(args, args.case)
     elif args.case in ("bad-path", "bad-path-per-rank"):
         case_bad_path(args, per_rank=args.case.endswith("per-rank"))
     elif args.case in ("exit-early", "abort"):

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # `arshim run`: detects the MPI of C, Fortran and Python programs, passes LD_PRELOAD and ARSHIM_* settings to the
 # ranks with the right launcher syntax, and refuses a program linked to neither MPI with a one-line error.
-#   check_launcher.sh ARSHIM BUILD_DIR
+# Also: --version, `arshim lib`, and the man page (every subcommand has a section, it renders without warnings).
+#   check_launcher.sh ARSHIM BUILD_DIR MAN_PAGE
 set -uo pipefail
-arshim=$1 build=$2
+arshim=$1 build=$2 manpage=$3
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fail=0
 expect() {  # expect NAME PATTERN OUTPUT
@@ -11,7 +12,7 @@ expect() {  # expect NAME PATTERN OUTPUT
 }
 "$arshim" --help >/dev/null && "$arshim" run --help >/dev/null || { echo "FAIL: --help"; fail=1; }
 # Every command's --help and -h prints its usage on stdout and exits 0 (policy, report and cluster pass them on).
-for command in run policy report cluster "bench kernels" "bench allreduce" "bench cma"; do
+for command in run lib policy report cluster "bench kernels" "bench allreduce" "bench cma"; do
   for flag in --help -h; do
     # shellcheck disable=SC2086  # "bench kernels" is two words
     out=$("$arshim" $command "$flag" 2>&1 >/dev/null); rc=$?
@@ -31,6 +32,27 @@ expect "openmpi program gets -x LD_PRELOAD" "-x LD_PRELOAD=[^ ]*libarshim-openmp
 expect "ARSHIM_* passed with -x" "-x ARSHIM_LOG" "$out"
 expect "shim active in the ranks" "arshim\[0\] info: ARShim" "$out"
 
+# mpiexec: Hydra's and Open MPI's take the same options as their mpirun.
+out=$("$arshim" run -v -- mpiexec.mpich -n 1 "$build/examples/allreduce_sweep-mpich" --max 64 2>&1)
+expect "mpiexec.mpich (Hydra) gets -genv LD_PRELOAD" "mpiexec.mpich -genv LD_PRELOAD [^ ]*libarshim-mpich.so" "$out"
+expect "mpiexec.mpich ran the program" "all results correct" "$out"
+out=$("$arshim" run -v -- mpiexec.openmpi -n 1 "$build/examples/allreduce_sweep-openmpi" --max 64 2>&1)
+expect "mpiexec.openmpi gets -x LD_PRELOAD" "mpiexec.openmpi -x LD_PRELOAD=[^ ]*libarshim-openmpi.so" "$out"
+expect "mpiexec.openmpi ran the program" "all results correct" "$out"
+
+# srun without Slurm: a stand-in prints what it was given (test/slurm runs the real one).
+fake=$(mktemp -d)
+trap 'rm -rf "$fake"' EXIT
+printf '#!/bin/sh\nfor a in "$@"; do echo "arg $a"; done\n' >"$fake/srun" && chmod +x "$fake/srun"
+out=$(PATH=$fake:$PATH ARSHIM_LOG=info "$arshim" run -- srun --ntasks 2 -l --export PATH "$build/examples/allreduce_sweep-mpich" 2>&1)
+expect "srun: --export NAMES (two words) extended in place, settings by name" "^arg --export=PATH,LD_PRELOAD=/[^,]*libarshim-mpich.so,ARSHIM_LOG$" "$out"
+expect "srun: the program after valueless and valued options" "^arg $build/examples/allreduce_sweep-mpich$" "$out"
+out=$(PATH=$fake:$PATH SLURM_EXPORT_ENV=NONE "$arshim" run -- srun -n 2 "$build/examples/allreduce_sweep-openmpi" 2>&1); rc=$?
+expect "srun: SLURM_EXPORT_ENV=NONE refused" "^arshim: srun --export=NONE: " "$out"
+[[ $rc -eq 2 ]] || { echo "FAIL: SLURM_EXPORT_ENV=NONE: exit $rc"; fail=1; }
+out=$(PATH=$fake:$PATH SLURM_EXPORT_ENV=ALL,FOO=1 "$arshim" run -- srun -n 2 "$build/examples/allreduce_sweep-openmpi" 2>&1)
+expect "srun: SLURM_EXPORT_ENV kept and extended" "^arg --export=ALL,FOO=1,LD_PRELOAD=/[^ ]*libarshim-openmpi.so$" "$out"
+
 if [[ -x $build/examples/fortran_allreduce-openmpi ]]; then
   out=$("$arshim" run -v -- mpirun.openmpi -n 1 "$build/examples/fortran_allreduce-openmpi" 2>&1)
   expect "fortran program detected as openmpi" "libarshim-openmpi.so" "$out"
@@ -46,6 +68,33 @@ expect "non-MPI program refused" "^arshim: /(usr/)?bin/true is linked to neither
 
 out=$("$arshim" run -- mpirun.openmpi -n 1 "$build/examples/allreduce_sweep-mpich" 2>&1); rc=$?
 expect "launcher/program mismatch refused" "is the openmpi launcher but the program uses mpich" "$out"
+
+out=$("$arshim" --version 2>&1); rc=$?
+expect "--version names the version" "^arshim [0-9]+\.[0-9]+\.[0-9]+$" "$(head -1 <<<"$out")"
+expect "--version lists the MPICH library" "mpich +/[^ ]*libarshim-mpich.so" "$out"
+expect "--version lists the Open MPI library" "openmpi +/[^ ]*libarshim-openmpi.so" "$out"
+out=$("$arshim" lib --mpi mpich 2>&1)
+expect "lib --mpi mpich" "^/[^ ]*/libarshim-mpich.so$" "$out"
+out=$("$arshim" lib "$build/examples/allreduce_sweep-openmpi" 2>&1)
+expect "lib PROGRAM detects the flavor" "^/[^ ]*/libarshim-openmpi.so$" "$out"
+out=$("$arshim" lib 2>&1); rc=$?
+expect "lib without a flavor: one line" "^arshim: name the MPI: arshim lib --mpi mpich\|openmpi" "$out"
+[[ $rc -eq 2 && $(wc -l <<<"$out") -eq 1 ]] || { echo "FAIL: arshim lib: want exit 2 and one line, got $rc"; fail=1; }
+# The launcher's own variables are not passed to the ranks (a rank would warn about an unknown setting).
+out=$(ARSHIM_LIB_DIR=$build/shim ARSHIM_LOG=info "$arshim" run -v -- mpirun.openmpi -n 1 "$build/examples/allreduce_sweep-openmpi" --max 64 2>&1)
+expect "ARSHIM_LIB_DIR is used" "-x LD_PRELOAD=$(realpath "$build/shim")/libarshim-openmpi.so" "$out"
+if grep -q -- "-x ARSHIM_LIB_DIR\|unknown variable" <<<"$out"; then echo "FAIL: ARSHIM_LIB_DIR reached the ranks"; fail=1; fi
+
+# The man page: a section for every command of `arshim --help`, and groff finds nothing to warn about.
+commands=$("$arshim" --help | sed -n 's/^    \([a-z]\+\) .*/\1/p')
+for command in $commands; do
+  grep -q "^\.SS \"arshim $command" "$manpage" || { echo "FAIL: $manpage has no section for arshim $command"; fail=1; }
+done
+[[ $(wc -w <<<"$commands") -ge 6 ]] || { echo "FAIL: commands of arshim --help not found: $commands"; fail=1; }
+if command -v man >/dev/null; then
+  warnings=$(man --warnings -l "$manpage" 2>&1 >/dev/null)
+  [[ -z $warnings ]] || { echo "FAIL: man --warnings: $warnings"; fail=1; }
+fi
 
 # `arshim bench kernels` finds the benchmark programs built beside the launcher (one tiny size, one repetition).
 out=$("$arshim" bench kernels --min 1K --max 1K --reps 1 2>&1); rc=$?

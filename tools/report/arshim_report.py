@@ -16,7 +16,10 @@ import sys
 
 SCHEMA = "arshim-stats/1"
 HERE = os.path.dirname(os.path.realpath(__file__))
-SCHEMA_FILE = os.path.join(HERE, "arshim-stats-1.schema.json")
+# Beside this script (source tree), or in <datadir>/arshim/ where an installation keeps it (tools/report/ below it).
+SCHEMA_FILE = next((p for p in (os.path.join(HERE, "arshim-stats-1.schema.json"),
+                                os.path.join(HERE, "..", "..", "arshim-stats-1.schema.json")) if os.path.isfile(p)),
+                   os.path.join(HERE, "arshim-stats-1.schema.json"))
 PATHS = ("native", "pipelined", "multileader", "sharp", "reproducible")
 PATH_COLORS = {"native": "#4c72b0", "pipelined": "#dd8452", "multileader": "#55a868", "sharp": "#c44e52",
                "reproducible": "#8172b3"}
