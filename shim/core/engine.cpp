@@ -173,8 +173,12 @@ Routed route_call(const CallArgs& args) {
     tune::Pick pick{&policy_decision, -1};
     if (!reproducible && tune::eligible(rt, policy_decision))
         pick = tune::pick(*ctx, key_book(), policy_decision, r.bytes, rt.tune);
-    const policy::Decision& decision = *pick.decision;
     const bool exploring = pick.candidate >= 0;
+    // A candidate being tried is copied: reporting its call may end the key's exploration stage and replace the
+    // candidates (shim/tune/online.cpp), while the call, its statistics and the verify check still refer to it.
+    policy::Decision tried;
+    if (exploring) tried = *pick.decision;
+    const policy::Decision& decision = exploring ? tried : *pick.decision;
     const auto started = exploring ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     auto explored = [&](bool declined) {
         if (!exploring) return;
@@ -215,11 +219,12 @@ Routed route_call(const CallArgs& args) {
         explored(true);
         return routed;
     }
-    explored(false);
-    if (check) check->finish(call, outcome.rc, key_book(), library_bug);
     r.rc = outcome.rc;
     r.path = decision.path;
     r.sharp = outcome.sharp;
+    if (exploring) r.replayable = false;
+    explored(false);
+    if (check) check->finish(call, outcome.rc, key_book(), library_bug);
     return r;
 }
 

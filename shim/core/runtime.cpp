@@ -132,10 +132,14 @@ void install_finalize_hook() {
 // times, capture call sites only when a log lists them (docs/stats.md "Overhead").
 void start_statistics(const Runtime& rt) {
     stats::start_clock();
-    callsites::warm_up(rt.config.number(OptionId::stats_depth));
     const bool file = !rt.config.text(OptionId::stats).empty();
+    const bool sites = file && rt.config.flag(OptionId::stats_callsites);
+    const std::string no_python =
+        callsites::warm_up(rt.config.number(OptionId::stats_depth), sites && rt.config.flag(OptionId::stats_python));
+    if (!no_python.empty() && rt.world_rank == 0)
+        log::info("mpi4py call sites name mpi4py's module, not Python lines: {}", no_python);
     stats::set_timed(file || stats::summary_wanted(rt));
-    stats::set_callsites(file && rt.config.flag(OptionId::stats_callsites));
+    stats::set_callsites(sites);
 }
 
 // Everything ARShim sets up, in one place and once (runtime() / after_mpi_init() below): settings, logging,
@@ -199,6 +203,7 @@ void initialize(bool collective) {
         rt->reproducible = static_cast<ReproducibleMode>(rt->config.number(OptionId::reproducible));  // choice order
         rt->reproducible_any_np = rt->reproducible == ReproducibleMode::any_np;
         rt->tune = static_cast<tune::Mode>(rt->config.number(OptionId::tune));  // choice order
+        if (rt->config.text(OptionId::path) != "auto") rt->tune = tune::Mode::off;  // a forced path: the user's experiment
 
         // Policy: rank 0 reads the file and broadcasts its text; every rank parses the identical text.
         const std::string& policy_path = rt->config.text(OptionId::policy);

@@ -44,67 +44,82 @@ uint64_t pow2_at_least(uint64_t v) {
     return p;
 }
 
-// The candidates of a key, the policy's choice first (docs/tuning.md): guard adds the library's allreduce; online
-// also the other host path and the neighbours of the policy's parameters. Every value comes from the decision, the
-// communicator's layout and the call's size: identical on every rank.
+// Adds `d` to `out` unless an equal choice is there already; multi-leader leader counts are clamped to what every
+// node of the communicator has.
+void add_candidate(const CommContext& ctx, policy::Decision d, policy::Decision (&out)[kMaxCandidates], int& n) {
+    if (n == kMaxCandidates) return;
+    if (d.path == policy::Path::multileader)
+        d.leaders = std::clamp<uint32_t>(d.leaders, 1, static_cast<uint32_t>(std::max(1, ctx.ppn_min)));
+    for (int i = 0; i < n; ++i)
+        if (same_choice(out[i], d)) return;
+    out[n++] = d;
+}
+
+// The first-stage candidates of a key, the policy's choice first (docs/tuning.md): guard adds the library's
+// allreduce; online also both host paths at the parameters the default table uses for the size. Every value
+// comes from the decision, the communicator's layout and the call's size: identical on every rank.
 int candidates(const CommContext& ctx, const policy::Decision& chosen, uint64_t bytes, Mode mode,
                policy::Decision (&out)[kMaxCandidates]) {
     int n = 0;
-    auto add = [&](policy::Decision d) {
-        if (n == kMaxCandidates) return;
-        if (d.path == policy::Path::multileader)
-            d.leaders = std::clamp<uint32_t>(d.leaders, 1, static_cast<uint32_t>(std::max(1, ctx.ppn_min)));
-        for (int i = 0; i < n; ++i)
-            if (same_choice(out[i], d)) return;
-        out[n++] = d;
-    };
-    add(chosen);
+    add_candidate(ctx, chosen, out, n);
     policy::Decision native = chosen;
     native.path = policy::Path::native;
-    add(native);
+    add_candidate(ctx, native, out, n);
     if (mode != Mode::online) return n;
 
     const bool shared_memory = ctx.ppn_max > 1;
     policy::Decision leaders = chosen;
     leaders.path = policy::Path::multileader;
-    if (chosen.path != policy::Path::multileader) {
-        leaders.leaders = bytes < 16 * 1024 ? 1 : 2;
-        leaders.pipeline_k = 1;
-    }
+    leaders.leaders = bytes < 16 * 1024 ? 1 : 2;
+    leaders.pipeline_k = 1;
     policy::Decision segments = chosen;
     segments.path = policy::Path::pipelined;
-    if (chosen.path != policy::Path::pipelined) {
-        segments.segments = 0;
-        segments.segment_bytes = std::clamp<uint64_t>(pow2_at_least(bytes / 4), 64 * 1024, uint64_t{1} << 20);
-        segments.window = 8;
-    }
-    // The other host path first, then the neighbours of the policy's own parameters.
-    if (chosen.path == policy::Path::multileader) {
-        add(segments);
-        policy::Decision fewer = chosen, more = chosen;
-        fewer.leaders = std::max<uint32_t>(1, chosen.leaders / 2);
-        more.leaders = chosen.leaders * 2;
-        add(more);
-        add(fewer);
-    } else if (chosen.path == policy::Path::pipelined) {
-        if (shared_memory) add(leaders);
-        policy::Decision smaller = chosen, larger = chosen;
+    segments.segments = 0;
+    segments.segment_bytes = std::clamp<uint64_t>(pow2_at_least(bytes / 4), 64 * 1024, uint64_t{1} << 20);
+    segments.window = 8;
+    // Both host paths at these parameters, the policy's own path included: a policy far off in its parameters
+    // (1 KiB segments) must not hide its path's merit (pipelined is the fastest under Open MPI across hosts).
+    if (shared_memory) add_candidate(ctx, leaders, out, n);
+    if (bytes >= 64 * 1024) add_candidate(ctx, segments, out, n);
+    return n;
+}
+
+// The second-stage candidates: the first stage's winner first, then its neighbouring parameters (half and twice the
+// leaders; a quarter and four times the segment). Fewer than 2 means there is nothing to refine.
+int neighbours(const CommContext& ctx, const policy::Decision& winner, policy::Decision (&out)[kMaxCandidates]) {
+    int n = 0;
+    add_candidate(ctx, winner, out, n);
+    if (winner.path == policy::Path::multileader) {
+        policy::Decision fewer = winner, more = winner;
+        fewer.leaders = std::max<uint32_t>(1, winner.leaders / 2);
+        more.leaders = winner.leaders * 2;
+        add_candidate(ctx, more, out, n);
+        add_candidate(ctx, fewer, out, n);
+    } else if (winner.path == policy::Path::pipelined) {
+        policy::Decision smaller = winner, larger = winner;
         smaller.segments = larger.segments = 0;
-        const uint64_t seg = chosen.segment_bytes > 0 ? chosen.segment_bytes : uint64_t{1} << 20;
+        const uint64_t seg = winner.segment_bytes > 0 ? winner.segment_bytes : uint64_t{1} << 20;
         smaller.segment_bytes = std::max<uint64_t>(16 * 1024, seg / 4);
-        larger.segment_bytes = seg * 4;
-        add(larger);
-        add(smaller);
-    } else {
-        if (shared_memory) {
-            add(leaders);
-            policy::Decision two = leaders;
-            two.leaders = leaders.leaders == 1 ? 2 : 1;
-            add(two);
-        }
-        if (bytes >= 64 * 1024) add(segments);
+        larger.segment_bytes = std::min<uint64_t>(uint64_t{64} << 20, seg * 4);
+        add_candidate(ctx, larger, out, n);
+        add_candidate(ctx, smaller, out, n);
     }
     return n;
+}
+
+void append_candidates(std::string& text, const policy::Decision* candidate, const float* median, const float* spread,
+                       int from, int n, uint8_t excluded) {
+    for (int k = from; k < n; ++k) {
+        if (!text.empty()) text += "; ";
+        text += policy::describe_decision(candidate[k]) + ": ";
+        if (excluded >> k & 1u) {
+            text += "declined";
+        } else {
+            char figures[64];
+            std::snprintf(figures, sizeof figures, "%.1f us (+-%.1f)", median[k], spread[k]);
+            text += figures;
+        }
+    }
 }
 
 std::string size_text(uint64_t bytes) {
@@ -117,10 +132,9 @@ std::string size_text(uint64_t bytes) {
 }  // namespace
 
 bool eligible(const Runtime& rt, const policy::Decision& d) {
-    const auto mode = static_cast<Mode>(rt.config.number(OptionId::tune));
-    if (mode == Mode::off || d.measured || d.path == policy::Path::reproducible) return false;
-    if (rt.config.text(OptionId::path) != "auto") return false;  // a forced path is the user's experiment
-    return mode == Mode::online || d.path != policy::Path::native;
+    // rt.tune is off when ARSHIM_PATH forces a path (the user's experiment; shim/core/runtime.cpp).
+    if (rt.tune == Mode::off || d.measured || d.path == policy::Path::reproducible) return false;
+    return rt.tune == Mode::online || d.path != policy::Path::native;
 }
 
 Pick pick(CommContext& ctx, CommContext::KeyBook& book, const policy::Decision& policy_decision, uint64_t bytes,
@@ -166,10 +180,33 @@ void report(CommContext& ctx, CommContext::KeyBook& book, int c, double seconds,
         ex.next_round();
         return;
     }
+    // Online: the first stage found the direction; the second refines the winner's parameters. Both the winner and
+    // its neighbours follow from agreed values, so every rank enters the second stage alike.
+    if (t.stage == 0 && runtime().tune == Mode::online) {
+        policy::Decision next[kMaxCandidates];
+        const int count = neighbours(ctx, t.candidate[v], next);
+        if (count >= 2) {
+            t.first_count = static_cast<uint8_t>(n);
+            t.first_excluded = ex.excluded;
+            std::copy(t.candidate, t.candidate + kMaxCandidates, t.first);
+            std::copy(median, median + kMaxCandidates, t.first_median);
+            std::copy(spread, spread + kMaxCandidates, t.first_spread);
+            t.exploration = refinement(ex, v, count);
+            std::copy(next, next + kMaxCandidates, t.candidate);
+            t.stage = 1;
+            return;
+        }
+    }
     t.status = KeyTuning::decided;
     t.chosen = static_cast<uint8_t>(v);
+    // The first stage's figures: the policy's choice and the library's allreduce were measured there.
+    const bool refined = t.stage == 1;
+    const policy::Decision* first = refined ? t.first : t.candidate;
+    const float* first_median = refined ? t.first_median : median;
+    const int first_count = refined ? t.first_count : n;
+    const uint8_t first_excluded = refined ? t.first_excluded : ex.excluded;
     g_decisions.fetch_add(1, std::memory_order_relaxed);
-    if (v != 0) g_changed.fetch_add(1, std::memory_order_relaxed);
+    if (!same_choice(t.candidate[v], first[0])) g_changed.fetch_add(1, std::memory_order_relaxed);
 
     if (ctx.rank != 0) return;
     Learned l;
@@ -180,20 +217,16 @@ void report(CommContext& ctx, CommContext::KeyBook& book, int c, double seconds,
     l.dclass = dclass;
     l.op = op;
     l.chosen = t.candidate[v];
-    l.policy_choice = policy::describe_decision(t.candidate[0]);
+    l.policy_choice = policy::describe_decision(first[0]);
     l.chosen_us = median[v];
-    l.policy_us = (ex.excluded & 1u) ? -1 : median[0];
-    for (int k = 0; k < n; ++k) {
-        if (t.candidate[k].path == policy::Path::native && !(ex.excluded >> k & 1u)) l.native_us = median[k];
-        if (!l.candidates.empty()) l.candidates += "; ";
-        l.candidates += policy::describe_decision(t.candidate[k]) + ": ";
-        if (ex.excluded >> k & 1u) {
-            l.candidates += "declined";
-        } else {
-            char text[64];
-            std::snprintf(text, sizeof text, "%.1f us (+-%.1f)", median[k], spread[k]);
-            l.candidates += text;
-        }
+    l.policy_us = (first_excluded & 1u) ? -1 : first_median[0];
+    for (int k = 0; k < first_count; ++k)
+        if (first[k].path == policy::Path::native && !(first_excluded >> k & 1u)) l.native_us = first_median[k];
+    if (refined) {
+        append_candidates(l.candidates, t.first, t.first_median, t.first_spread, 0, t.first_count, t.first_excluded);
+        append_candidates(l.candidates, t.candidate, median, spread, 1, n, ex.excluded);
+    } else {
+        append_candidates(l.candidates, t.candidate, median, spread, 0, n, ex.excluded);
     }
     if (log::enabled(log::Level::info))
         log::info("tuned {} on a communicator of {} ranks ({} node(s) x {}): {} ({:.1f} us; policy's choice {}: {}; "

@@ -2,7 +2,8 @@
 // mpirun (test/shim/test_tune.cpp). shim/tune/online.cpp feeds them timings and makes the one agreement.
 //
 // A key (communicator, size bucket, element type, op) that explores tries its candidates in turn, call after call:
-// candidate 0 is the policy's choice, the others native and its neighbours. The first call of every candidate is a
+// candidate 0 is the policy's choice, the others native and the other host path (online's second stage: the
+// winner and its neighbouring parameters). The first call of every candidate is a
 // warm-up, not a sample (a path's first call builds its shared-memory window and leader communicators); then each
 // gets kSamplesPerRound timed calls, and the ranks agree once (one allreduce of every candidate's median and spread,
 // the largest over the ranks). The verdict: the fastest candidate when its median beats the policy's choice by more
@@ -33,11 +34,11 @@ struct Exploration {
     float samples[kMaxCandidates][kMaxSamples] = {};  // microseconds
 
     bool active(int c) const { return c < candidates && !(excluded >> c & 1u); }
-    int wanted(int c) const { return kWarmupCalls + (round + 1) * kSamplesPerRound; }
+    int wanted() const { return kWarmupCalls + (round + 1) * kSamplesPerRound; }
     // Whether every active candidate has its samples for this round: the point where the ranks agree.
     bool round_complete() const {
         for (int c = 0; c < candidates; ++c)
-            if (active(c) && calls[c] < wanted(c)) return false;
+            if (active(c) && calls[c] < wanted()) return false;
         return true;
     }
 
@@ -54,7 +55,7 @@ struct Exploration {
         if (round_complete()) return true;
         for (int step = 1; step <= candidates; ++step) {
             const int n = (c + step) % candidates;
-            if (active(n) && calls[n] < wanted(n)) {
+            if (active(n) && calls[n] < wanted()) {
                 next = static_cast<uint8_t>(n);
                 break;
             }
@@ -68,8 +69,11 @@ struct Exploration {
     void local(int c, float* median, float* spread) const {
         const int n = std::clamp(calls[c] - kWarmupCalls, 0, kMaxSamples);
         float sorted[kMaxSamples];
-        std::copy(samples[c], samples[c] + n, sorted);
-        std::sort(sorted, sorted + n);
+        for (int i = 0; i < n; ++i) {  // insertion sort: at most kMaxSamples values
+            int j = i;
+            for (; j > 0 && sorted[j - 1] > samples[c][i]; --j) sorted[j] = sorted[j - 1];
+            sorted[j] = samples[c][i];
+        }
         *median = n == 0 ? 0 : (n % 2 ? sorted[n / 2] : 0.5f * (sorted[n / 2 - 1] + sorted[n / 2]));
         *spread = n < 2 ? 0 : 0.5f * (sorted[n - 2] - sorted[0]);
     }
@@ -93,8 +97,26 @@ inline int verdict(const float* median, const float* spread, int candidates, uin
     if (excluded & 1u) return best;
     if (best == 0) return 0;
     const float margin = std::max(spread[0], spread[best]);
-    if (median[0] - median[best] > margin) return best;
-    return last_round ? 0 : -1;
+    if (median[0] - median[best] <= margin) return last_round ? 0 : -1;
+    // The best beats the policy's choice. When another candidate that beats it too is within the noise of the best,
+    // one more round tells them apart (3 samples each can order a 20% difference wrongly); the last round decides
+    // on the medians.
+    if (!last_round)
+        for (int c = 1; c < candidates; ++c)
+            if (c != best && !(excluded >> c & 1u) && median[c] - median[best] <= std::max(spread[c], spread[best]))
+                return -1;
+    return best;
+}
+
+// Starts the second stage of online tuning (docs/tuning.md): candidate 0 is the first stage's winner `c` of `from`
+// and keeps the samples it has (its warm-up done), so only the new candidates (1..candidates-1) make calls.
+inline Exploration refinement(const Exploration& from, int c, int candidates) {
+    Exploration ex;
+    ex.candidates = static_cast<uint8_t>(candidates);
+    ex.calls[0] = from.calls[c];
+    std::copy(from.samples[c], from.samples[c] + kMaxSamples, ex.samples[0]);
+    ex.next = ex.calls[0] >= ex.wanted() ? 1 : 0;
+    return ex;
 }
 
 // A key's tuning state (kept in its communicator's KeyBook, shim/core/context.h).
@@ -102,8 +124,15 @@ struct KeyTuning {
     enum Status : uint8_t { untouched, exploring, decided };
     uint8_t status = untouched;
     uint8_t chosen = 0;
+    // Online tuning runs in two stages, direction then location: first the policy's choice, the library's allreduce
+    // and the other host path; then the winner against its neighbouring parameters (leader counts, segment sizes).
+    uint8_t stage = 0;
     Exploration exploration;
     policy::Decision candidate[kMaxCandidates];
+    // The first stage, kept for the report when a second stage runs: its candidates and agreed figures.
+    uint8_t first_count = 0, first_excluded = 0;
+    policy::Decision first[kMaxCandidates];
+    float first_median[kMaxCandidates] = {}, first_spread[kMaxCandidates] = {};
 };
 
 }  // namespace arshim::tune

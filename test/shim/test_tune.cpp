@@ -59,6 +59,32 @@ TEST_CASE("one slow sample (a preempted call) does not widen the spread", "[tune
     CHECK(verdict(medians, spreads, 2, 0, false) == 1);
 }
 
+TEST_CASE("the second stage keeps the winner's samples: only its neighbours make calls", "[tune]") {
+    Exploration first;
+    first.candidates = 3;
+    const float times[] = {50, 40, 10};
+    run_round(first, times);
+    Exploration second = refinement(first, 2, 3);
+    CHECK(second.calls[0] == first.calls[2]);
+    CHECK(second.next == 1);  // the winner has its warm-up and samples already
+    float median = 0, spread = 0;
+    second.local(0, &median, &spread);
+    CHECK(median == 10);
+    int calls = 0;
+    while (!second.record(second.next, second.next == 1 ? 20 : 5, false)) ++calls;
+    CHECK(calls + 1 == 8);  // (1 warm-up + 3 samples) x 2 new candidates
+    CHECK(second.calls[0] == first.calls[2]);
+}
+
+TEST_CASE("verdict: two candidates that both beat the policy but not each other get another round", "[tune]") {
+    const float median[] = {100, 20, 22}, spread[] = {1, 3, 3};
+    CHECK(verdict(median, spread, 3, 0, false) == -1);
+    CHECK(verdict(median, spread, 3, 0, true) == 1);  // last round: the lower median
+    const float clear[] = {100, 20, 40};
+    CHECK(verdict(clear, spread, 3, 0, false) == 1);
+    CHECK(verdict(median, spread, 3, 0b100, false) == 1);  // the runner-up declined: no contest
+}
+
 TEST_CASE("a candidate whose path declines is left out", "[tune]") {
     Exploration ex;
     ex.candidates = 3;

@@ -8,9 +8,9 @@
 #
 #   bash tools/bench/bench_tuning.sh [OUTDIR]
 #
-# Environment: MPIS ("mpich openmpi"), NPS ("2 4"), ROUNDS (5), MAX (4M), STEPS (1000), RUNS (10), PARTS
+# Environment: MPIS ("mpich openmpi"), NPS ("2 4"), ROUNDS (5), MAX (4M), BUDGET (bytes per size and run, 512M), STEPS (1000), RUNS (10), PARTS
 # ("recovery guard stability"), WRAP (a launcher prefix for bench_allreduce --wrap, e.g. the emulated cluster's
-# "bash tools/cluster/arshim-cluster --name R wrap --ppn 2 --"; then NODES and LINK_GBIT for the bound column),
+# "bash tools/cluster/arshim-cluster --name tunebench wrap --ppn 2 --"; then NODES and LINK_GBIT for the bound column),
 # ARSHIM_BUILD_DIR (default <source>/build). Tables go to OUTDIR/*.txt.
 set -euo pipefail
 HERE=$(dirname "$(realpath "${BASH_SOURCE[0]}")")
@@ -25,13 +25,15 @@ PY=/usr/bin/python3
 note() { echo "[$(date +%H:%M:%S)] $*" | tee -a "$OUT/log.txt" >&2; }
 wrap=()
 [[ -n ${WRAP:-} ]] && wrap=(--wrap "$WRAP" --no-local-flags --nodes "${NODES:-2}" --link-gbit "${LINK_GBIT:-0}")
+# More ranks than cores: ranks yield instead of spinning (Open MPI's mpi_yield_when_idle, a yield helper under MPICH).
+oversubscribe() { (( $1 > $(nproc) )) && [[ -z ${WRAP:-} ]] && echo "--oversubscribe --yield-helper"; true; }
 
 for np in ${NPS:-2 4}; do
   for flavor in ${MPIS:-mpich openmpi}; do
     if [[ " ${PARTS:-recovery guard stability} " == *" recovery "* ]]; then
       note "recovery $flavor np $np"
       "$PY" "$BENCH" --build-dir "$BUILD" --mpi "$flavor" --np "$np" --min 1K --max "${MAX:-4M}" --factor 4 \
-        --rounds "${ROUNDS:-5}" --budget 512M "${wrap[@]}" \
+        --rounds "${ROUNDS:-5}" --budget "${BUDGET:-512M}" "${wrap[@]}" $(oversubscribe "$np") \
         --configs native,multileader-l1,multileader-l2,pipelined-256K,pipelined-1M,bad-policy,bad-policy-online \
         --csv "$OUT/recovery-$flavor-np$np.csv" >"$OUT/recovery-$flavor-np$np.txt" 2>>"$OUT/log.txt"
       cat "$OUT/recovery-$flavor-np$np.txt"
@@ -39,7 +41,7 @@ for np in ${NPS:-2 4}; do
     if [[ " ${PARTS:-recovery guard stability} " == *" guard "* ]]; then
       note "guard $flavor np $np"
       "$PY" "$BENCH" --build-dir "$BUILD" --mpi "$flavor" --np "$np" --min 8 --max "${MAX:-4M}" --factor 4 \
-        --rounds "${ROUNDS:-5}" --budget 512M "${wrap[@]}" \
+        --rounds "${ROUNDS:-5}" --budget "${BUDGET:-512M}" "${wrap[@]}" $(oversubscribe "$np") \
         --configs native,native-control,arshim-default,arshim-tune-off \
         --csv "$OUT/guard-$flavor-np$np.csv" >"$OUT/guard-$flavor-np$np.txt" 2>>"$OUT/log.txt"
       cat "$OUT/guard-$flavor-np$np.txt"
