@@ -7,8 +7,10 @@
 #include <vector>
 
 #include "policy/cost_model.h"
+#include "test/policy/decisions.h"
 
 using namespace arshim::policy;
+using namespace arshim::policy::testing;
 using namespace arshim::policy::model;
 
 namespace {
@@ -26,22 +28,6 @@ MachineParams hand() {
 }
 
 constexpr uint64_t kMiB = 1 << 20;  // n = 1048576 below
-
-Decision pipelined(uint64_t segment_bytes, uint32_t window) {
-    Decision d;
-    d.path = Path::pipelined;
-    d.segment_bytes = segment_bytes;
-    d.window = window;
-    return d;
-}
-
-Decision multileader(uint32_t leaders, uint32_t k) {
-    Decision d;
-    d.path = Path::multileader;
-    d.leaders = leaders;
-    d.pipeline_k = k;
-    return d;
-}
 
 }  // namespace
 

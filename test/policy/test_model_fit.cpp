@@ -7,8 +7,10 @@
 #include <vector>
 
 #include "policy/model_fit.h"
+#include "test/policy/decisions.h"
 
 using namespace arshim::policy;
+using namespace arshim::policy::testing;
 using namespace arshim::policy::model;
 
 namespace {
@@ -37,20 +39,9 @@ MachineParams truth() {
 }
 
 std::vector<Decision> candidates(int ppn) {
-    std::vector<Decision> out(1);  // native
-    Decision p;
-    p.path = Path::pipelined;
-    p.segment_bytes = 256 << 10;
-    p.window = 4;
-    out.push_back(p);
+    std::vector<Decision> out{Decision{}, pipelined(256 << 10, 4)};  // native, pipelined
     for (uint32_t l : {1u, 2u, static_cast<uint32_t>(ppn)})
-        for (uint32_t k : {1u, 4u}) {
-            Decision d;
-            d.path = Path::multileader;
-            d.leaders = l;
-            d.pipeline_k = k;
-            out.push_back(d);
-        }
+        for (uint32_t k : {1u, 4u}) out.push_back(multileader(l, k));
     return out;
 }
 

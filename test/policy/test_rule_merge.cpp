@@ -8,27 +8,14 @@
 
 #include "policy/rule_merge.h"
 #include "policy/rules.h"
+#include "test/policy/decisions.h"
 
 using namespace arshim::policy;
+using namespace arshim::policy::testing;
 
 namespace {
 
 Decision native() { return Decision{}; }
-Decision pipelined(uint64_t segment_bytes, uint32_t window, KernelChoice kernel = KernelChoice::native) {
-    Decision d;
-    d.path = Path::pipelined;
-    d.segment_bytes = segment_bytes;
-    d.window = window;
-    d.kernel = kernel;
-    return d;
-}
-Decision multileader(uint32_t leaders, uint32_t k) {
-    Decision d;
-    d.path = Path::multileader;
-    d.leaders = leaders;
-    d.pipeline_k = k;
-    return d;
-}
 Decision sharp_llt() {
     Decision d;
     d.path = Path::sharp;
