@@ -1,0 +1,71 @@
+// Cost models: predicted time of one MPI_Allreduce on each path, from a few machine parameters (issue 12). Pure
+// arithmetic, no MPI. A model predicts; a measurement decides (DESIGN.md): the tuner fits MachineParams to what it
+// measured (policy/model_fit.h) and uses the model to reach shapes nobody measured, marking those rules "predicted".
+//
+// Sources: seed 000 Table 1 (alpha-beta-gamma cost of RDB, RSA, RNG, BIN, and the segmented MPI_Iallreduce),
+// seed 001 Eq. 7 and Eq. 5 (DPML with l leaders and k pipeline pieces), seed 004 Eq. 1 (ring allreduce, used in a
+// training-step model where communication overlaps computation).
+#pragma once
+
+#include <cstdint>
+
+#include "policy/box.h"
+#include "policy/policy.h"
+
+namespace arshim::policy::model {
+
+// The machine, in SI units. Defaults are a plausible small cluster (10 Gbit/s links); they are a starting point
+// for fitting, not a claim about any machine.
+struct MachineParams {
+    double copy_bw = 8e9;         // intra-node memcpy bandwidth, bytes/s (1/b' of seed 001 Eq. 7)
+    double intra_latency = 1e-6;  // a': fixed cost of one intra-node step (a shared-memory message, a flag wait), s
+    double gamma = 4e9;           // reduction throughput of the op, bytes of input reduced per second (1/c)
+    double alpha = 10e-6;         // inter-node latency per message, s (a of seed 001, alpha of seed 000)
+    double net_bw = 1.2e9;        // inter-node bandwidth of one stream, bytes/s (1/b, 1/beta)
+    double stream_gain = 2;       // s >= 1: how far l concurrent streams of one node can raise its aggregate
+                                  // bandwidth, B(l) = net_bw * l / (1 + (l - 1) / s) (see node_bandwidth())
+};
+
+// A call's shape: message size and block placement of ppn ranks on each of `nodes` nodes (rank r on node r / ppn).
+struct Shape {
+    uint64_t bytes = 0;
+    int ppn = 1;
+    int nodes = 1;
+};
+
+// The models assume this element size where a library's choice depends on the element count (count < pof2 tests):
+// the benches and the tuner reduce MPI_FLOAT.
+constexpr uint64_t kModelElementBytes = 4;
+
+// Aggregate inter-node bandwidth of one node with l concurrent streams (seed 001 §3, Fig. 1: concurrency raises
+// throughput near-linearly for small messages and saturates for large ones). A saturating form with one parameter:
+// B(1) = net_bw, B(l) grows with l and tends to net_bw * stream_gain. Each stream gets B(l) / l.
+double node_bandwidth(const MachineParams& m, double streams);
+
+// The library's own MPI_Allreduce, as the algorithms it picks by size (cost_model.cpp says which, with the source
+// they come from).
+double native_time(const MachineParams& m, const Shape& shape, Flavor flavor);
+
+// ARShim's pipelined path (seed 000 §5, Listings 1 and 2, costs from Table 1): one MPI_Iallreduce per segment, at most
+// `window` in flight. Uses d.segment_bytes (wins) or d.segments, and d.window (0 = all).
+double pipelined_time(const MachineParams& m, const Shape& shape, const Decision& d, Flavor flavor);
+
+// ARShim's multi-leader path (DPML, seed 001 Eq. 7, with Eq. 5 for d.pipeline_k pieces): copy into node shared
+// memory, each of d.leaders leaders reduces n/l bytes over ppn inputs, l concurrent inter-node allreduces of n/l
+// bytes, copy out.
+double multileader_time(const MachineParams& m, const Shape& shape, const Decision& d, Flavor flavor);
+
+// Dispatch on d.path. sharp and reproducible have no model: NaN.
+double predict(const MachineParams& m, const Shape& shape, const Decision& d, Flavor flavor);
+
+// Seed 004 Eq. 1: ring allreduce of n bytes on P processes, 2(P-1)alpha + 2(P-1)/P n beta + (P-1)/P (n/delta) gamma,
+// with beta in s/byte, gamma in s/flop and delta bytes per element (one flop per element per step).
+double ring_eq1(double alpha, double beta, double gamma, double delta, int processes, double bytes);
+
+// Seed 004's training-step model runs a layer's allreduce while later layers still compute. The time the step
+// spends on an allreduce of `allreduce_s` that may overlap `compute_s` of independent computation, with
+// `overlap` in [0, 1] the fraction of the shorter one that is hidden (1: perfect overlap, max of the two; 0: their
+// sum).
+double overlapped_time(double allreduce_s, double compute_s, double overlap = 1.0);
+
+}  // namespace arshim::policy::model

@@ -1,0 +1,229 @@
+// The cost models (policy/cost_model.h): every formula against values computed by hand (in the comments), then the
+// shapes of the curves: more bytes never faster, more leaders help only up to saturation, plausible rankings.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "policy/cost_model.h"
+#include "test/policy/decisions.h"
+
+using namespace arshim::policy;
+using namespace arshim::policy::testing;
+using namespace arshim::policy::model;
+
+namespace {
+
+// Round numbers so the hand computations stay readable.
+MachineParams hand() {
+    MachineParams m;
+    m.copy_bw = 1e9;         // b' = 1 ns/byte
+    m.intra_latency = 1e-6;  // a'
+    m.gamma = 2e9;           // c = 0.5 ns/byte
+    m.alpha = 1e-5;
+    m.net_bw = 1e8;          // b = 10 ns/byte for one stream
+    m.stream_gain = 2;       // B(l) = 1e8 l / (1 + (l - 1) / 2)
+    return m;
+}
+
+constexpr uint64_t kMiB = 1 << 20;  // n = 1048576 below
+
+}  // namespace
+
+TEST_CASE("node bandwidth saturates with concurrent streams", "[model]") {
+    const MachineParams m = hand();
+    CHECK(node_bandwidth(m, 1) == Approx(1e8));          // B(1) = B1
+    CHECK(node_bandwidth(m, 2) == Approx(1.3333333e8));  // 2e8 / 1.5
+    CHECK(node_bandwidth(m, 4) == Approx(1.6e8));        // 4e8 / 2.5
+    CHECK(node_bandwidth(m, 1e6) == Approx(2e8).epsilon(1e-5));  // tends to B1 * s
+}
+
+TEST_CASE("native MPICH 4.0.2: node reduce + broadcast on one node", "[model]") {
+    // composition gamma, release_gather: reduce = 1 level (a' + n c) + copy in n b'; bcast = a' + 2 n b'
+    //   = 1e-6 + 5.24288e-4 + 1.048576e-3 + 1e-6 + 2.097152e-3 = 3.672016e-3
+    CHECK(native_time(hand(), Shape{kMiB, 2, 1}, Flavor::mpich) == Approx(3.672016e-3));
+}
+
+TEST_CASE("native MPICH 4.0.2: Rabenseifner between two nodes", "[model]") {
+    // p = 2, n > 8 B: RSA, one step at distance 1 of n/2 = 524288 B, sent twice (reduce-scatter, allgather), each
+    // alpha + 524288 * 10 ns; one reduction of n/2:
+    //   2 * (1e-5 + 5.24288e-3) + 2.62144e-4 = 1.0767904e-2
+    CHECK(native_time(hand(), Shape{kMiB, 1, 2}, Flavor::mpich) == Approx(1.0767904e-2));
+    // 8 B: recursive doubling, one step: alpha + 8 * 10 ns + 8 * 0.5 ns = 1.0084e-5
+    CHECK(native_time(hand(), Shape{8, 1, 2}, Flavor::mpich) == Approx(1.0084e-5));
+}
+
+TEST_CASE("native MPICH 4.0.2: composition alpha across nodes", "[model]") {
+    // 2 nodes x 2: node reduce (1e-6 + 5.24288e-4 + 1.048576e-3) + roots' RSA (1.0767904e-2, above)
+    //   + node bcast (1e-6 + 2.097152e-3) = 1.443992e-2
+    CHECK(native_time(hand(), Shape{kMiB, 2, 2}, Flavor::mpich) == Approx(1.443992e-2));
+}
+
+TEST_CASE("native Open MPI 4.1.4: the tuned table's Rabenseifner on 2 x 2", "[model]") {
+    // p = 4 (row "< 8"), 1 MiB >= 8192: Rabenseifner. Distance 1 stays on the node: 2 * (1e-6 + 2 * 524288 * 1 ns)
+    //   + 524288 * 0.5 ns = 2.099152e-3 + 2.62144e-4; distance 2 crosses with 2 streams (15 ns/byte each):
+    //   2 * (1e-5 + 262144 * 15 ns) + 262144 * 0.5 ns = 7.88432e-3 + 1.31072e-4. Total 1.0376688e-2.
+    CHECK(native_time(hand(), Shape{kMiB, 2, 2}, Flavor::openmpi) == Approx(1.0376688e-2));
+    // 4 KiB on 2 ranks (row "< 4", < 8192 B... 4096 is not < 4096: ring): 2 steps of 2048 B crossing with one
+    // stream: 2 * (1e-5 + 2048 * 10 ns) + 2048 * 0.5 ns = 6.1984e-5
+    CHECK(native_time(hand(), Shape{4096, 1, 2}, Flavor::openmpi) == Approx(6.1984e-5));
+}
+
+TEST_CASE("pipelined: segments and window (seed 000)", "[model]") {
+    // MPICH, 2 nodes x 1, 1 MiB in 256 KiB segments: 4 Iallreduce (RSA, > 2048 B), each latency 2e-5,
+    // transfer 2 * 131072 * 10 ns = 2.62144e-3, reduction 131072 * 0.5 ns = 6.5536e-5.
+    const Shape s{kMiB, 1, 2};
+    // window 2: ceil(4/2) * 2e-5 waits, the other 2 segments' 2 messages each at a' = 4e-6,
+    // + 4 * 2.62144e-3 + 6.5536e-5 = 1.0595296e-2
+    CHECK(pipelined_time(hand(), s, pipelined(256 * 1024, 2), Flavor::mpich) == Approx(1.0595296e-2));
+    // window 1: 4 * (2e-5 + 2.62144e-3 + 6.5536e-5) = 1.0827904e-2
+    CHECK(pipelined_time(hand(), s, pipelined(256 * 1024, 1), Flavor::mpich) == Approx(1.0827904e-2));
+    // a fixed count (Listing 2) gives the same when it makes the same segments
+    Decision by_count = pipelined(0, 2);
+    by_count.segments = 4;
+    CHECK(pipelined_time(hand(), s, by_count, Flavor::mpich) == Approx(1.0595296e-2));
+}
+
+TEST_CASE("multileader: DPML Eq. 7 with l leaders and k pieces (seed 001)", "[model]") {
+    const Shape s{kMiB, 4, 2};
+    // l = 2: copies 2 l a' + 2 n b' = 4e-6 + 2.097152e-3; comp (ppn - 1) (n / l) c = 3 * 524288 * 0.5 ns =
+    // 7.86432e-4; comm: 2 concurrent RSA of 524288 B between 2 nodes, 15 ns/byte per stream:
+    // 2 * (1e-5 + 262144 * 15 ns) + 262144 * 0.5 ns = 8.015392e-3. Total 1.0902976e-2.
+    CHECK(multileader_time(hand(), s, multileader(2, 1), Flavor::mpich) == Approx(1.0902976e-2));
+    // k = 2 (Eq. 5): two Iallreduce of 262144 B in flight: 1 * 2e-5 + the other piece's 2 messages at a' (2e-6)
+    //   + 2 * (2 * 131072 * 15 ns) + 131072 * 0.5 ns = 7.951856e-3; total 1.083944e-2.
+    CHECK(multileader_time(hand(), s, multileader(2, 2), Flavor::mpich) == Approx(1.083944e-2));
+    // One node: no inter-node term. l = 4: 8e-6 + 2.097152e-3 + 3 * 262144 * 0.5 ns = 2.498368e-3
+    CHECK(multileader_time(hand(), Shape{kMiB, 4, 1}, multileader(4, 1), Flavor::openmpi) == Approx(2.498368e-3));
+    // leaders are clamped to ppn, as the shim does
+    CHECK(multileader_time(hand(), Shape{kMiB, 4, 1}, multileader(64, 1), Flavor::openmpi) == Approx(2.498368e-3));
+}
+
+TEST_CASE("predict dispatches on the path; sharp and reproducible have no model", "[model]") {
+    const Shape s{kMiB, 2, 2};
+    Decision native;
+    CHECK(predict(hand(), s, native, Flavor::mpich) == native_time(hand(), s, Flavor::mpich));
+    CHECK(predict(hand(), s, multileader(2, 1), Flavor::openmpi) ==
+          multileader_time(hand(), s, multileader(2, 1), Flavor::openmpi));
+    Decision sharp;
+    sharp.path = Path::sharp;
+    CHECK(std::isnan(predict(hand(), s, sharp, Flavor::mpich)));
+    Decision repro;
+    repro.path = Path::reproducible;
+    CHECK(std::isnan(predict(hand(), s, repro, Flavor::mpich)));
+}
+
+TEST_CASE("seed 004 Eq. 1 and overlap with computation", "[model]") {
+    // 2 * 3 * 1e-5 + 2 * 0.75 * 1e6 * 1e-8 + 0.75 * (1e6 / 4) * 1e-9 = 6e-5 + 1.5e-2 + 1.875e-4 = 1.52475e-2
+    CHECK(ring_eq1(1e-5, 1e-8, 1e-9, 4, 4, 1e6) == Approx(1.52475e-2));
+    CHECK(overlapped_time(3, 5) == Approx(5));        // fully hidden: the longer one
+    CHECK(overlapped_time(3, 5, 0) == Approx(8));     // no overlap: the sum
+    CHECK(overlapped_time(3, 5, 0.5) == Approx(6.5));  // half of the shorter hidden
+}
+
+// The libraries' own switch points are the exception: MPICH's MPI_Iallreduce goes from recursive doubling to
+// Rabenseifner above 2048 B and Open MPI's libnbc from binomial to Rabenseifner at 64 KiB, both only once the
+// vector has as many elements as the largest power of two <= p; the second algorithm can be faster at the switch.
+// The model keeps what the libraries do, so sizes whose MPI_Iallreduce pieces (pipelined segments, DPML-Pipelined
+// pieces among the nodes' leaders) straddle a switch are skipped; so are those where MPICH's blocking allreduce
+// among the node roots leaves recursive doubling (count >= pof2).
+bool straddles_iallreduce_switch(const Decision& d, Flavor flavor, const Shape& s, uint64_t a, uint64_t b) {
+    uint64_t sa = 0, sb = 0, p = 1;
+    if (d.path == Path::pipelined) {
+        // the last segment (the remainder) switches on its own
+        auto last = [&](uint64_t n) { return n == 0 ? 0 : n - (n - 1) / d.segment_bytes * d.segment_bytes; };
+        Shape by_last = s;
+        by_last.bytes = 0;
+        Decision whole = d;
+        whole.segment_bytes = uint64_t{1} << 62;
+        if (b > d.segment_bytes && straddles_iallreduce_switch(whole, flavor, by_last, std::min(last(a), last(b)),
+                                                               std::max(last(a), last(b))))
+            return true;
+        sa = std::min<uint64_t>(a, d.segment_bytes), sb = std::min<uint64_t>(b, d.segment_bytes);
+        p = uint64_t(s.ppn) * s.nodes;
+    } else if (d.path == Path::native || (d.path == Path::multileader && (s.ppn == 1 || d.pipeline_k == 1))) {
+        if (flavor == Flavor::openmpi) {
+            // coll/tuned's table switches at powers of two; ring and Rabenseifner fall back below p or pof2 elements
+            const uint64_t q = d.path == Path::native ? uint64_t(s.ppn) * s.nodes : uint64_t(s.nodes);
+            const uint64_t pieces = d.path == Path::native || s.ppn == 1 ? 1 : std::min<uint64_t>(d.leaders, s.ppn);
+            return bucket_of(a / pieces) != bucket_of(b / pieces) || (a / pieces < 4 * q && b / pieces >= 4 * q);
+        }
+        // MPICH: MPIR_Allreduce among the node roots or the leaders
+        const uint64_t pieces = d.path == Path::native || s.ppn == 1 ? 1 : std::min<uint64_t>(d.leaders, s.ppn);
+        sa = a / pieces, sb = b / pieces, p = s.nodes;
+    } else if (d.path == Path::multileader) {  // k > 1: MPI_Iallreduce pieces among the leaders
+        const uint64_t pieces = std::min<uint64_t>(d.leaders, s.ppn) * d.pipeline_k;
+        sa = a / pieces, sb = b / pieces, p = s.nodes;
+    } else {
+        return false;
+    }
+    uint64_t pof2 = 1;
+    while (pof2 * 2 <= p) pof2 *= 2;
+    for (uint64_t at : {flavor == Flavor::mpich ? uint64_t{2048} : uint64_t{65535}, kModelElementBytes * pof2 - 1})
+        if (sa <= at + 1 && sb >= at) return true;
+    return false;
+}
+
+TEST_CASE("more bytes are never faster", "[model]") {
+    const std::vector<Shape> shapes{{0, 1, 2}, {0, 2, 1}, {0, 2, 2}, {0, 4, 3}, {0, 8, 4}, {0, 16, 64}, {0, 1, 512}};
+    const std::vector<Decision> decisions{Decision{}, pipelined(1 << 20, 8), pipelined(64 << 10, 4),
+                                          multileader(1, 1), multileader(4, 1), multileader(4, 4)};
+    for (const MachineParams& m : {hand(), MachineParams{}})
+        for (Flavor flavor : {Flavor::mpich, Flavor::openmpi})
+            for (Shape s : shapes)
+                for (const Decision& d : decisions) {
+                    double previous = 0;
+                    uint64_t previous_n = 0;
+                    for (uint64_t n = 1; n <= (uint64_t{1} << 28); n = n * 11 / 10 + 1) {  // fine steps: few straddle
+                        s.bytes = n;
+                        const double t = predict(m, s, d, flavor);
+                        INFO(describe_decision(d) << " " << flavor_name(flavor) << " " << s.nodes << "x" << s.ppn
+                                                  << " " << n << " B");
+                        if (!straddles_iallreduce_switch(d, flavor, s, previous_n, n)) REQUIRE(t >= previous * (1 - 1e-12));
+                        previous = t;
+                        previous_n = n;
+                    }
+                }
+}
+
+TEST_CASE("more leaders help only up to saturation", "[model]") {
+    MachineParams m = hand();
+    m.gamma = 1e15;  // reduction free: the network term alone
+    const Shape s{16 * kMiB, 16, 4};
+    auto t = [&](uint32_t l) { return multileader_time(m, s, multileader(l, 1), Flavor::openmpi); };
+    CHECK(t(2) < t(1));
+    CHECK(t(4) < t(2));
+    // the gain of doubling shrinks as the node's bandwidth saturates
+    CHECK(t(8) - t(16) < (t(1) - t(2)) / 4);
+    // with no concurrency gain (one stream fills the node) leaders only add latency
+    m.stream_gain = 1;
+    CHECK(t(16) > t(1));
+    // and small messages, latency-bound, want one leader
+    m.stream_gain = 2;
+    const Shape small{256, 16, 4};
+    CHECK(multileader_time(m, small, multileader(1, 1), Flavor::mpich) <
+          multileader_time(m, small, multileader(16, 1), Flavor::mpich));
+}
+
+TEST_CASE("the model ranks paths plausibly", "[model]") {
+    MachineParams m;
+    m.copy_bw = 10e9;  // copies far faster than the network
+    m.net_bw = 1.25e8;
+    for (Flavor flavor : {Flavor::mpich, Flavor::openmpi}) {
+        INFO(flavor_name(flavor));
+        // one node, large: DPML's single copy in and out beats the libraries' two-copy messages
+        CHECK(predict(m, Shape{64 * kMiB, 8, 1}, multileader(8, 1), flavor) <
+              predict(m, Shape{64 * kMiB, 8, 1}, Decision{}, flavor));
+        // across nodes, large: several leaders beat one (concurrent streams)
+        const Shape wide{64 * kMiB, 8, 4};
+        CHECK(predict(m, wide, multileader(4, 1), flavor) < predict(m, wide, multileader(1, 1), flavor));
+        // tiny messages: cutting them into segments does not pay
+        CHECK(predict(m, Shape{64, 2, 4}, pipelined(1 << 20, 8), flavor) <
+              predict(m, Shape{64, 2, 4}, pipelined(16, 4), flavor));
+    }
+    // MPICH's composition alpha sends one stream per node (the node roots); DPML's leaders send l. (Open MPI's flat
+    // Rabenseifner already has all ppn ranks of a node on the network at once, so there the model sees no such win.)
+    const Shape wide{64 * kMiB, 8, 4};
+    CHECK(predict(m, wide, multileader(4, 1), Flavor::mpich) < predict(m, wide, Decision{}, Flavor::mpich));
+}
