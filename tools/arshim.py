@@ -324,7 +324,7 @@ def version_text():
 
 
 def tool_path(name):
-    for directory in (os.path.join(HERE, "policy"), os.path.join(HERE, "bench"), HERE):
+    for directory in (os.path.join(HERE, "policy"), os.path.join(HERE, "bench"), os.path.join(HERE, "tune"), HERE):
         path = os.path.join(directory, name)
         if os.path.isfile(path) and os.access(path, os.X_OK):
             return path
@@ -392,6 +392,18 @@ def cmd_report(args):
     os.execv(sys.executable, [sys.executable, path] + args.rest)
 
 
+def cmd_tune(args):
+    """arshim tune: the driver script, told where this command and the measurement programs are."""
+    path = find_script(os.path.join("tune", "arshim_tune.py"))
+    extra = ["--arshim", os.path.realpath(sys.argv[0])]
+    for flavor in FLAVORS:
+        try:
+            extra += [f"--probe-{flavor}", tool_path("arshim-tune-probe-" + flavor)]
+        except ArshimError:
+            pass
+    os.execv(sys.executable, [sys.executable, path] + extra + args.rest)
+
+
 def cmd_cluster(args):
     path = find_script(os.path.join("cluster", "arshim-cluster"), build_tree_only=True)
     os.execv("/bin/bash", ["/bin/bash", path] + args.rest)
@@ -402,6 +414,7 @@ PASSTHROUGH = {
     "policy": ("explain, check or show the selection policy (arshim-policy)", cmd_policy),
     "report": ("print, compare or plot call-statistics logs (ARSHIM_STATS files)", cmd_report),
     "cluster": ("run programs on an emulated multi-host cluster (network namespaces)", cmd_cluster),
+    "tune": ("measure this machine under your launcher line and write a tuned policy table", cmd_tune),
 }
 
 

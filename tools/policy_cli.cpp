@@ -14,6 +14,8 @@
 #include "policy/policy.h"
 #include "policy/rules.h"
 #include "policy/text.h"
+#include "policy/tuned_table.h"
+#include "tools/policy/tune_table_cli.h"
 
 extern char** environ;
 
@@ -77,6 +79,56 @@ struct ExplainArgs {
     bool reproducible = false;
 };
 
+// "measured: 812.4 us, native 1004.1 us (1.24x)" for the rules of tuned tables and tuning caches; "" otherwise.
+std::string evidence_text(const Evidence& e) {
+    if (e.kind == EvidenceKind::none) return "";
+    std::string out = std::string(kEvidenceNames[static_cast<int>(e.kind)]) +
+                      (e.kind == EvidenceKind::measured ? " on this machine" : " by the cost model");
+    char figures[128] = "";
+    if (e.time_us > 0 && e.native_us > 0)
+        std::snprintf(figures, sizeof figures, ": %.1f us, native %.1f us (%.2fx)", e.time_us, e.native_us,
+                      e.native_us / e.time_us);
+    else if (e.time_us > 0)
+        std::snprintf(figures, sizeof figures, ": %.1f us", e.time_us);
+    return out + figures;
+}
+
+// A tuned table carries its machine parameters ([model], docs/tuning.md): then every path's predicted time for the
+// call, so a user sees how far apart the options are and what the table's choice rests on.
+void print_predictions(const Config& cfg, const ExplainArgs& args, const CallFacts& facts) {
+    const std::string file = args.policy.empty() ? cfg.text(OptionId::policy) : args.policy;
+    std::string text, problem;
+    if (file.empty() || !read_file(file, cfg, &text, &problem)) return;
+    const Table table = read_table(text, file, false);
+    if (table.model.empty()) return;
+    const model::MachineParams params = tuned::params_from_keys(table.model);
+    const model::Shape shape{facts.bytes, static_cast<int>(facts.ppn), static_cast<int>(facts.nodes)};
+    std::vector<Decision> options;
+    Decision d;
+    d.path = Path::native;
+    options.push_back(d);
+    d.path = Path::multileader;
+    d.pipeline_k = 1;
+    for (uint32_t l = 1; l <= facts.ppn && l <= 8 && facts.ppn > 1; l *= 2) d.leaders = l, options.push_back(d);
+    d = Decision{};
+    d.path = Path::pipelined;
+    d.segments = 0;
+    d.window = 8;
+    for (uint64_t seg : {uint64_t{64} << 10, uint64_t{256} << 10, uint64_t{1} << 20})
+        if (facts.bytes >= seg) d.segment_bytes = seg, options.push_back(d);
+    for (const std::string& flavor : args.mpi.empty() ? kFlavors : std::vector<std::string>{args.mpi}) {
+        Flavor f = Flavor::mpich;
+        parse_flavor(flavor, &f);
+        std::cout << "predicted (" << flavor << ", the table's model; a prediction, not a measurement):\n";
+        for (const Decision& option : options) {
+            char line[160];
+            std::snprintf(line, sizeof line, "  %-52s %10.1f us\n", describe_decision(option).c_str(),
+                          model::predict(params, shape, option, f) * 1e6);
+            std::cout << line;
+        }
+    }
+}
+
 int run_explain(const ExplainArgs& args) {
     const Config cfg = environment_config();
     CallFacts facts;
@@ -107,7 +159,7 @@ int run_explain(const ExplainArgs& args) {
     // Without --mpi, both flavors: printed once when they agree.
     const std::vector<std::string> flavors = args.mpi.empty() ? kFlavors : std::vector<std::string>{args.mpi};
     struct Answer {
-        std::string flavor, source, rule, decision;
+        std::string flavor, source, rule, decision, evidence;
     };
     std::vector<Answer> answers;
     for (const std::string& flavor : flavors) {
@@ -115,9 +167,10 @@ int run_explain(const ExplainArgs& args) {
         if (!load(cfg, args.policy, flavor, &loaded)) return 1;
         const Policy& policy = *loaded.policy;
         const Decision d = policy.decide(facts);
-        Answer a{flavor, policy.source(), policy.describe_rule(d.rule), describe_decision(d)};
+        Answer a{flavor, policy.source(), policy.describe_rule(d.rule), describe_decision(d), ""};
         if (d.rule >= 0) {
             const PolicyRule& rule = policy.rules()[static_cast<std::size_t>(d.rule)];
+            a.evidence = evidence_text(rule.evidence);
             a.rule += " (rule " + std::to_string(rule.number) + (rule.name.empty() ? "" : ", \"" + rule.name + "\"") +
                       ")";
         } else {
@@ -135,7 +188,9 @@ int run_explain(const ExplainArgs& args) {
                   << "policy:    " << a.source << "\n"
                   << "rule:      " << a.rule << "\n"
                   << "decision:  " << a.decision << "\n";
+        if (!a.evidence.empty()) std::cout << "evidence:  " << a.evidence << "\n";
     }
+    print_predictions(cfg, args, facts);
     return 0;
 }
 
@@ -298,12 +353,22 @@ int main(int argc, char** argv) {
 
     CLI::App* builtin = app.add_subcommand("default", "Print the built-in policy (policy/default.toml)");
 
+    std::string tune_samples, tune_out;
+    bool tune_crossovers = false;
+    CLI::App* tune_table = app.add_subcommand(
+        "tune-table", "For `arshim tune`: fit the cost model to its measurements (JSON) and write the tuned table");
+    tune_table->add_option("--samples", tune_samples, "The tuner's measurements (JSON)")->required();
+    tune_table->add_option("--out", tune_out, "The tuned table (default: stdout)");
+    tune_table->add_flag("--crossovers", tune_crossovers,
+                         "Print the fitted parameters and the sizes where the model's ranking changes (JSON) instead");
+
     CLI11_PARSE(app, argc, argv);
 
     if (*explain) return run_explain(ex);
     if (*check) return run_check(check_files);
     if (*show) return run_show(show_policy, show_mpi);
     if (*options) return run_options(markdown);
+    if (*tune_table) return run_tune_table(tune_samples, tune_out, tune_crossovers);
     if (*builtin) {
         std::cout << builtin_policy_text();
         return 0;

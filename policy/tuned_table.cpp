@@ -1,0 +1,265 @@
+// `arshim tune`'s decisions (tuned_table.h).
+#include "policy/tuned_table.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include "policy/model_fit.h"
+#include "policy/rule_merge.h"
+
+namespace arshim::policy::tuned {
+
+namespace {
+
+constexpr double kPredictedMargin = 0.9;  // a predicted choice must beat native by 10%: the model's median error is
+                                          // about that, and a wrong guess must not cost more than native
+
+Decision native_decision() {
+    Decision d;
+    d.path = Path::native;
+    return d;
+}
+
+bool serves(const Decision& d, uint32_t ppn) {
+    return d.path != Path::multileader || (ppn > 1 && d.leaders <= ppn);
+}
+
+// Whether the tuner measures (and the model may choose) `d` at this size: segmenting a message smaller than one
+// segment is the library's allreduce with extra steps, which the model does not know.
+bool sensible_at(const Decision& d, uint64_t bytes) {
+    return d.path != Path::pipelined || d.segment_bytes == 0 || bytes >= d.segment_bytes;
+}
+
+// [lo, hi) of the size buckets the table decides one by one: [0, 16), then powers of two up to max_bytes, then the
+// rest. The policy's byte bounds are powers of two, so a decision is constant within a bucket.
+std::vector<std::pair<uint64_t, uint64_t>> byte_ranges(uint64_t max_bytes) {
+    std::vector<std::pair<uint64_t, uint64_t>> out{{0, 16}};
+    uint64_t lo = 16;
+    while (lo < max_bytes) {
+        out.emplace_back(lo, lo * 2);
+        lo *= 2;
+    }
+    out.emplace_back(lo, kUnbounded);
+    return out;
+}
+
+// A representative size of [lo, hi): the geometric middle, a multiple of 4 (MPI_FLOAT); 2 lo for the open range.
+uint64_t middle(uint64_t lo, uint64_t hi) {
+    if (hi == kUnbounded) return lo * 2;
+    const double m = std::sqrt(static_cast<double>(std::max<uint64_t>(lo, 4)) * static_cast<double>(hi));
+    return std::max<uint64_t>(4, static_cast<uint64_t>(m) / 4 * 4);
+}
+
+// The measurements of one candidate at the sizes of a range, summed: time and the noise bounds.
+struct Tally {
+    double p25 = 0, median = 0, p75 = 0;
+    double native_p25 = 0, native = 0, native_p75 = 0;
+    int sizes = 0;
+};
+
+// The decision the measurements make at the measured size nearest to `bytes`: the fastest candidate measured there
+// when it beats native beyond the noise, else native.
+Decision nearest_measured(const std::vector<Measurement>& measured, uint32_t nodes, uint32_t ppn, uint64_t bytes,
+                          const std::vector<Decision>& options) {
+    uint64_t nearest = 0;
+    double distance = 0;
+    for (const Measurement& m : measured) {
+        if (m.nodes != nodes || m.ppn != ppn) continue;
+        const double d = std::fabs(std::log2(static_cast<double>(std::max<uint64_t>(m.bytes, 1))) -
+                                   std::log2(static_cast<double>(std::max<uint64_t>(bytes, 1))));
+        if (nearest == 0 || d < distance) nearest = std::max<uint64_t>(m.bytes, 1), distance = d;
+    }
+    const Measurement* best = nullptr;
+    for (const Measurement& m : measured) {
+        if (m.nodes != nodes || m.ppn != ppn || std::max<uint64_t>(m.bytes, 1) != nearest) continue;
+        if (!(m.p75_us < m.native_p25_us)) continue;
+        if (best == nullptr || m.median_us / m.native_us < best->median_us / best->native_us) best = &m;
+    }
+    if (best == nullptr) return options[0];
+    for (const Decision& d : options)
+        if (same_action(d, best->decision)) return d;
+    return options[0];
+}
+
+}  // namespace
+
+std::vector<Decision> candidates_for(const std::vector<Measurement>& measured, uint32_t ppn) {
+    std::vector<Decision> out{native_decision()};
+    for (const Measurement& m : measured) {
+        if (!serves(m.decision, ppn)) continue;
+        if (std::none_of(out.begin(), out.end(), [&](const Decision& d) { return same_action(d, m.decision); }))
+            out.push_back(m.decision);
+    }
+    return out;
+}
+
+std::vector<uint64_t> crossover_sizes(const model::MachineParams& params, Flavor flavor, uint32_t nodes, uint32_t ppn,
+                                      const std::vector<Decision>& candidates, uint64_t lo, uint64_t hi) {
+    std::vector<uint64_t> out;
+    auto best_at = [&](uint64_t bytes) {
+        const model::Shape shape{bytes, static_cast<int>(ppn), static_cast<int>(nodes)};
+        int best = -1;
+        double best_t = 0;
+        for (std::size_t i = 0; i < candidates.size(); ++i) {
+            if (!sensible_at(candidates[i], bytes)) continue;
+            const double t = model::predict(params, shape, candidates[i], flavor);
+            if (std::isfinite(t) && (best < 0 || t < best_t)) best = static_cast<int>(i), best_t = t;
+        }
+        return best;
+    };
+    // Steps of 2^(1/4): fine enough to place a change within its bucket, cheap (the model is arithmetic).
+    lo = std::max<uint64_t>(lo, 4);
+    int previous = best_at(lo);
+    for (double b = static_cast<double>(lo) * 1.189; b <= static_cast<double>(hi); b *= 1.189) {
+        const uint64_t bytes = static_cast<uint64_t>(b) / 4 * 4;
+        const int now = best_at(bytes);
+        if (now != previous) out.push_back(bytes);
+        previous = now;
+    }
+    return out;
+}
+
+std::vector<std::pair<std::string, double>> params_to_keys(const model::MachineParams& p) {
+    return {{"copy_bw", p.copy_bw}, {"intra_latency", p.intra_latency}, {"gamma", p.gamma},
+            {"alpha", p.alpha},     {"net_bw", p.net_bw},               {"stream_gain", p.stream_gain}};
+}
+
+model::MachineParams params_from_keys(const std::vector<std::pair<std::string, double>>& keys) {
+    model::MachineParams p;
+    for (const auto& [key, value] : keys) {
+        if (!std::isfinite(value) || value <= 0) continue;
+        if (key == "copy_bw") p.copy_bw = value;
+        else if (key == "intra_latency") p.intra_latency = value;
+        else if (key == "gamma") p.gamma = value;
+        else if (key == "alpha") p.alpha = value;
+        else if (key == "net_bw") p.net_bw = value;
+        else if (key == "stream_gain") p.stream_gain = value;
+    }
+    return p;
+}
+
+Result build(const Request& request) {
+    Result result;
+    // (1) Fit the model to every measurement: each candidate's median and the native median beside it.
+    std::vector<model::Sample> samples;
+    for (const Measurement& m : request.measured) {
+        const model::Shape shape{m.bytes, static_cast<int>(m.ppn), static_cast<int>(m.nodes)};
+        if (m.median_us > 0) samples.push_back({shape, m.decision, request.flavor, m.median_us * 1e-6});
+        if (m.native_us > 0) samples.push_back({shape, native_decision(), request.flavor, m.native_us * 1e-6});
+    }
+    const model::FitResult fitted = model::fit(samples, model::MachineParams{});
+    result.params = fitted.params;
+    result.median_error = model::median_relative_error(fitted.params, samples);
+
+    // (2) The layouts to decide: the measured ones from the measurements, the others from the model.
+    std::set<std::pair<uint32_t, uint32_t>> measured_layouts, layouts;
+    std::set<uint32_t> ppns(request.predict_ppn.begin(), request.predict_ppn.end());
+    std::set<uint32_t> nodes_list(request.predict_nodes.begin(), request.predict_nodes.end());
+    uint32_t most_nodes = 0;
+    for (const Measurement& m : request.measured) {
+        measured_layouts.emplace(m.nodes, m.ppn);
+        ppns.insert(m.ppn);
+        nodes_list.insert(m.nodes);
+        most_nodes = std::max(most_nodes, m.nodes);
+    }
+    // The network's parameters are fitted only from measurements across nodes: a table tuned on one node does not
+    // guess for several (the default table decides there), and predictions reach out from the measured node count.
+    if (most_nodes < 2) {
+        nodes_list = {1};
+        result.notes.emplace_back("measured on one node: the table decides one-node calls only (other layouts: "
+                                  "no rule, so the library's allreduce; tune across nodes to cover them)");
+    }
+    for (uint32_t n : nodes_list)
+        for (uint32_t p : ppns) layouts.emplace(n, p);
+
+    std::vector<PointDecision> points;
+    for (const auto& [nodes, ppn] : layouts) {
+        const bool measured_layout = measured_layouts.count({nodes, ppn}) != 0;
+        const std::vector<Decision> options = candidates_for(request.measured, ppn);
+        for (const auto& [lo, hi] : byte_ranges(request.max_bytes)) {
+            PointDecision point;
+            point.nodes = nodes;
+            point.ppn = ppn;
+            point.lo = lo;
+            point.hi = hi;
+            // Measured: each candidate's times summed over the sizes measured in this range; the winner must beat
+            // native beyond the noise (its upper quartile below native's lower quartile, summed alike).
+            std::vector<Tally> tallies(options.size());
+            if (measured_layout)
+                for (const Measurement& m : request.measured) {
+                    if (m.nodes != nodes || m.ppn != ppn || m.bytes < lo || m.bytes >= hi) continue;
+                    for (std::size_t i = 0; i < options.size(); ++i)
+                        if (same_action(options[i], m.decision)) {
+                            Tally& t = tallies[i];
+                            t.p25 += m.p25_us, t.median += m.median_us, t.p75 += m.p75_us;
+                            t.native_p25 += m.native_p25_us, t.native += m.native_us, t.native_p75 += m.native_p75_us;
+                            ++t.sizes;
+                        }
+                }
+            int best = -1;
+            for (std::size_t i = 1; i < options.size(); ++i) {
+                const Tally& t = tallies[i];
+                if (t.sizes == 0 || !(t.p75 < t.native_p25)) continue;
+                if (best < 0 || t.median / t.native < tallies[best].median / tallies[best].native)
+                    best = static_cast<int>(i);
+            }
+            const bool any_measured = std::any_of(tallies.begin() + 1, tallies.end(), [](const Tally& t) {
+                return t.sizes > 0;
+            });
+            const model::Shape shape{middle(lo, hi), static_cast<int>(ppn), static_cast<int>(nodes)};
+            const double native_predicted = model::predict(fitted.params, shape, options[0], request.flavor);
+            if (any_measured) {
+                point.evidence = EvidenceKind::measured;
+                const Tally& t = tallies[best < 0 ? 0 : best];
+                const Tally& any = *std::find_if(tallies.begin() + 1, tallies.end(), [](const Tally& x) {
+                    return x.sizes > 0;
+                });
+                point.decision = best < 0 ? options[0] : options[best];
+                point.native_us = (best < 0 ? any.native : t.native) / std::max(1, (best < 0 ? any : t).sizes);
+                point.measured_us = best < 0 ? point.native_us : t.median / t.sizes;
+                point.predicted_us = model::predict(fitted.params, shape, point.decision, request.flavor) * 1e6;
+                ++result.points_measured;
+            } else if (measured_layout) {
+                // A size between the measured ones on the measured layout: the measured decision of the nearest
+                // measured size (in log scale) -- the measurement is closer to the truth than the model.
+                point.evidence = EvidenceKind::predicted;
+                point.decision = nearest_measured(request.measured, nodes, ppn, shape.bytes, options);
+                point.predicted_us = model::predict(fitted.params, shape, point.decision, request.flavor) * 1e6;
+                point.native_us = native_predicted * 1e6;
+                ++result.points_predicted;
+            } else {
+                // Predicted: the fastest modelled candidate, when it beats native by the model's margin.
+                int chosen = 0;
+                double chosen_t = native_predicted;
+                for (std::size_t i = 1; i < options.size(); ++i) {
+                    if (!sensible_at(options[i], shape.bytes)) continue;
+                    const double t = model::predict(fitted.params, shape, options[i], request.flavor);
+                    if (std::isfinite(t) && t < chosen_t && t < kPredictedMargin * native_predicted)
+                        chosen = static_cast<int>(i), chosen_t = t;
+                }
+                point.evidence = EvidenceKind::predicted;
+                point.decision = options[chosen];
+                point.predicted_us = chosen_t * 1e6;
+                point.native_us = native_predicted * 1e6;
+                ++result.points_predicted;
+            }
+            points.push_back(point);
+        }
+    }
+
+    const std::vector<MergedRule> rules = merge_points(points);
+    result.rules = static_cast<int>(rules.size());
+    result.toml = render_rules(rules, request.origin, params_to_keys(fitted.params));
+    char line[200];
+    std::snprintf(line, sizeof line,
+                  "model: median prediction error %.0f%% over %zu timings; %d points measured, %d predicted; %d rules",
+                  100 * result.median_error, samples.size(), result.points_measured, result.points_predicted,
+                  result.rules);
+    result.notes.emplace_back(line);
+    return result;
+}
+
+}  // namespace arshim::policy::tuned

@@ -1,0 +1,82 @@
+// `arshim tune`'s decisions (policy/tuned_table.h): a measured bucket takes the candidate that beats the library's
+// allreduce beyond the noise measured with it, else native; buckets between measured sizes take the nearest measured
+// decision; the table reads back and decides so; a one-node tuning writes no rules for other node counts.
+#include <catch2/catch.hpp>
+
+#include "decisions.h"
+#include "policy/config.h"
+#include "policy/rules.h"
+#include "policy/tuned_table.h"
+
+using namespace arshim::policy;
+using arshim::policy::testing::multileader;
+using arshim::policy::testing::pipelined;
+
+namespace {
+
+tuned::Measurement at(uint64_t bytes, const Decision& d, double us, double spread, double native, double native_spread) {
+    tuned::Measurement m;
+    m.nodes = 1;
+    m.ppn = 4;
+    m.bytes = bytes;
+    m.decision = d;
+    m.p25_us = us - spread, m.median_us = us, m.p75_us = us + spread;
+    m.native_p25_us = native - native_spread, m.native_us = native, m.native_p75_us = native + native_spread;
+    return m;
+}
+
+Decision decide(const std::string& toml, uint64_t bytes, uint32_t nodes = 1) {
+    const LoadResult loaded = load_policy(arshim::Config(), &toml, "tuned.toml", "mpich");
+    REQUIRE(loaded.problems.empty());
+    CallFacts facts;
+    facts.bytes = bytes;
+    facts.ppn = 4;
+    facts.nodes = nodes;
+    facts.comm_size = 4 * nodes;
+    facts.dclass = DtypeClass::floating;
+    return loaded.policy->decide(facts);
+}
+
+}  // namespace
+
+TEST_CASE("tuned table: measured wins beyond the noise, native within it, neighbours between", "[tuned]") {
+    tuned::Request r;
+    r.max_bytes = 1 << 20;
+    // 1 KiB: multi-leader 2 us vs native 4 us, tight: it wins. 64 KiB: 2 leaders 20 us vs native 22 us, but the
+    // spreads overlap: native. 1 MiB: pipelined 256 KiB clearly best.
+    r.measured = {at(1024, multileader(1, 1), 2, 0.1, 4, 0.1),        at(1024, multileader(2, 1), 2.5, 0.1, 4, 0.1),
+                  at(65536, multileader(1, 1), 30, 1, 22, 1),          at(65536, multileader(2, 1), 20, 2, 22, 2),
+                  at(1 << 20, multileader(2, 1), 300, 5, 400, 5),      at(1 << 20, pipelined(256 << 10, 8), 200, 5, 400, 5)};
+    const tuned::Result result = tuned::build(r);
+    INFO(result.toml);
+    REQUIRE(read_table(result.toml, "tuned").problems.empty());
+    CHECK(decide(result.toml, 1024).path == Path::multileader);
+    CHECK(decide(result.toml, 1024).leaders == 1);
+    CHECK(decide(result.toml, 65536).path == Path::native);
+    CHECK(decide(result.toml, 1 << 20).path == Path::pipelined);
+    CHECK(decide(result.toml, 1 << 20).segment_bytes == 256u << 10);
+    // Between 1 KiB and 64 KiB the nearest measured size decides: 2 KiB is nearest 1 KiB.
+    CHECK(decide(result.toml, 2048).path == Path::multileader);
+    // Beyond the largest size, the nearest measured (1 MiB) decides too.
+    CHECK(decide(result.toml, 64u << 20).path == Path::pipelined);
+    // Tuned on one node: no rule for two nodes (the built-in table decides there under ARSHIM_POLICY_MODE=prepend).
+    CHECK(decide(result.toml, 1024, 2).rule < 0);
+    CHECK(result.toml.find("[model]") != std::string::npos);
+}
+
+TEST_CASE("tuned table: candidates the layout cannot take are not weighed", "[tuned]") {
+    std::vector<tuned::Measurement> m{at(1024, multileader(4, 1), 2, 0.1, 4, 0.1)};
+    CHECK(tuned::candidates_for(m, 4).size() == 2);  // native and 4 leaders
+    CHECK(tuned::candidates_for(m, 2).size() == 1);  // 4 leaders do not fit 2 ranks per node
+    CHECK(tuned::candidates_for(m, 1).size() == 1);
+}
+
+TEST_CASE("tuned table: the model's parameters round-trip through [model] keys", "[tuned]") {
+    model::MachineParams p;
+    p.alpha = 3e-6;
+    p.net_bw = 1.25e8;
+    const model::MachineParams back = tuned::params_from_keys(tuned::params_to_keys(p));
+    CHECK(back.alpha == p.alpha);
+    CHECK(back.net_bw == p.net_bw);
+    CHECK(tuned::params_from_keys({{"alpha", -1.0}, {"unknown", 5.0}}).alpha == model::MachineParams{}.alpha);
+}

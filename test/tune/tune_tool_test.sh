@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# tune_tool_test.sh FLAVOR ARSHIM CHECK_TUNE SHIM: `arshim tune` (docs/tuning.md) with a tiny budget on this machine:
+# it writes a table that `arshim policy check` passes, with its [origin], [model] and measured rules; `arshim policy
+# explain` prints the model's predictions for it; a job run with the table (prepended to the built-in one) gets
+# right results; --resume measures nothing again; a launcher line without MPI is one clear line, exit 2.
+set -uo pipefail
+flavor=$1 arshim=$2 prog=$3 shim=$4
+mpirun_sh=$(cd "$(dirname "$0")" && pwd)/../mpi/mpirun.sh
+for v in $(env | sed -n 's/^\(ARSHIM_[A-Z_]*\)=.*/\1/p'); do [[ $v == ARSHIM_TEST_YIELD_LIB ]] || unset "$v"; done
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+say_fail() { echo "FAIL $1"; sed 's/^/    /' <<<"$2" | tail -40; fail=1; }
+launcher=(mpirun.$flavor -n 2)
+[[ $flavor == mpich ]] && launcher+=(-bind-to none)
+
+out=$(timeout 600 "$arshim" tune --out "$tmp/tuned.toml" --budget 30s --max 256K -- "${launcher[@]}" 2>&1)
+rc=$?
+check=$("$arshim" policy check "$tmp/tuned.toml" 2>&1)
+if [[ $rc -ne 0 || ! -s $tmp/tuned.toml ]]; then say_fail "arshim tune: exit $rc, no table" "$out"
+elif ! grep -q ": OK, " <<<"$check"; then say_fail "arshim tune: the table does not pass arshim policy check" "$check"
+elif ! grep -q '^\[origin\]' "$tmp/tuned.toml" || ! grep -q '^\[model\]' "$tmp/tuned.toml" ||
+     ! grep -q '^# measured [0-9]' "$tmp/tuned.toml" || ! grep -q "^flavor = \"$flavor\"" "$tmp/tuned.toml"; then
+  say_fail "arshim tune: expected [origin] (flavor $flavor), [model] and measured rules" "$(cat "$tmp/tuned.toml")"
+elif ! grep -q "ETA" <<<"$out"; then say_fail "arshim tune: no progress output" "$out"
+else echo "ok: arshim tune wrote a clean table: $(grep -c '^\[\[rule' "$tmp/tuned.toml") rules; $(grep -o 'model: .*' <<<"$out")"
+fi
+
+explained=$("$arshim" policy explain --policy "$tmp/tuned.toml" --bytes 100K --ppn 2 --nodes 1 --mpi "$flavor" 2>&1)
+if ! grep -q "^evidence:" <<<"$explained" || ! grep -q "^predicted ($flavor" <<<"$explained" ||
+   ! grep -qE "^  native +[0-9.]+ us" <<<"$explained"; then
+  say_fail "arshim policy explain: expected the rule's evidence and the model's predictions" "$explained"
+else echo "ok: explain shows evidence and predictions"
+fi
+
+run=$(ARSHIM_TEST_TIMEOUT=180 "$mpirun_sh" "$flavor" 2 "$shim" ARSHIM_POLICY="$tmp/tuned.toml" ARSHIM_POLICY_MODE=prepend \
+      ARSHIM_TUNE=off ARSHIM_STATS_SUMMARY=1 -- "$prog" --calls 6 --max 1048576 2>&1)
+if ! grep -q "check_tune: 0 wrong results" <<<"$run" || grep -q "warn\|error" <<<"$(grep -v 'check_tune' <<<"$run" | grep -i 'tuned.toml')"; then
+  say_fail "a job with the tuned table: expected right results and no complaint about the table" "$run"
+else echo "ok: a job with the tuned table: right results"
+fi
+
+again=$(timeout 600 "$arshim" tune --resume --out "$tmp/tuned.toml" --budget 30s --max 256K -- "${launcher[@]}" 2>&1)
+if [[ $? -ne 0 ]] || ! grep -q "resuming" <<<"$again" || grep -q "\[coarse" <<<"$again"; then
+  say_fail "arshim tune --resume: expected no coarse run again" "$again"
+else echo "ok: --resume measures nothing again"
+fi
+
+bad=$("$arshim" tune --out "$tmp/x.toml" -- /bin/true -n 2 2>&1)
+if [[ $? -ne 2 ]] || [[ $(grep -c . <<<"$bad") -ne 1 ]] || ! grep -q "pass --mpi" <<<"$bad"; then
+  say_fail "arshim tune with a launcher that is no MPI: expected one line and exit 2" "$bad"
+else echo "ok: a launcher that is no MPI: $bad"
+fi
+exit $fail

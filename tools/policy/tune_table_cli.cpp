@@ -1,0 +1,115 @@
+// `arshim-policy tune-table`: the arithmetic half of `arshim tune` (tools/tune/arshim_tune.py runs the jobs and
+// hands over what they measured as JSON; docs/tuning.md "arshim tune"). Fits the model, decides, writes the table.
+#include "tools/policy/tune_table_cli.h"
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "policy/rules.h"
+#include "policy/tuned_table.h"
+
+namespace arshim::policy {
+
+namespace {
+
+using nlohmann::json;
+
+Decision decision_of(const json& m) {
+    Decision d;
+    Path path = Path::native;
+    if (!parse_path(m.at("path").get<std::string>(), &path)) throw std::runtime_error("unknown path " + m.at("path").dump());
+    d.path = path;
+    d.leaders = m.value("leaders", 1u);
+    d.pipeline_k = m.value("pipeline_k", 1u);
+    d.segment_bytes = m.value("segment_bytes", uint64_t{0});
+    d.window = m.value("window", 8u);
+    if (d.path == Path::pipelined) d.segments = 0;
+    return d;
+}
+
+tuned::Request read_request(const std::string& file) {
+    std::ifstream in(file);
+    if (!in) throw std::runtime_error("cannot read");
+    const json j = json::parse(in);
+    tuned::Request r;
+    if (!parse_flavor(j.at("flavor").get<std::string>(), &r.flavor)) throw std::runtime_error("unknown flavor");
+    r.max_bytes = j.value("max_bytes", r.max_bytes);
+    r.predict_nodes = j.value("predict_nodes", std::vector<uint32_t>{});
+    r.predict_ppn = j.value("predict_ppn", std::vector<uint32_t>{});
+    const json origin = j.value("origin", json::object());
+    for (const auto& [key, value] : origin.items())
+        r.origin.emplace_back(key, value.is_string() ? value.get<std::string>() : value.dump());
+    for (const json& m : j.at("measurements")) {
+        tuned::Measurement x;
+        x.nodes = m.at("nodes").get<uint32_t>();
+        x.ppn = m.at("ppn").get<uint32_t>();
+        x.bytes = m.at("bytes").get<uint64_t>();
+        x.decision = decision_of(m);
+        x.p25_us = m.at("p25").get<double>();
+        x.median_us = m.at("median").get<double>();
+        x.p75_us = m.at("p75").get<double>();
+        x.native_p25_us = m.at("native_p25").get<double>();
+        x.native_us = m.at("native").get<double>();
+        x.native_p75_us = m.at("native_p75").get<double>();
+        if (x.nodes == 0 || x.ppn == 0 || !(x.median_us > 0) || !(x.native_us > 0))
+            throw std::runtime_error("a measurement with no layout or no time");
+        r.measured.push_back(x);
+    }
+    if (r.measured.empty()) throw std::runtime_error("no measurements");
+    return r;
+}
+
+}  // namespace
+
+int run_tune_table(const std::string& samples_file, const std::string& out_file, bool crossovers) {
+    tuned::Request request;
+    try {
+        request = read_request(samples_file);
+    } catch (const std::exception& e) {
+        std::cerr << "arshim-policy tune-table: " << samples_file << ": " << e.what() << "\n";
+        return 1;
+    }
+    if (crossovers) {
+        // Where the model says the ranking changes, per measured layout: the tuner's next sizes.
+        tuned::Result fitted = tuned::build(request);
+        json out;
+        out["median_error"] = fitted.median_error;
+        for (const auto& [key, value] : tuned::params_to_keys(fitted.params)) out["params"][key] = value;
+        out["crossovers"] = json::array();
+        std::set<std::pair<uint32_t, uint32_t>> layouts;
+        for (const auto& m : request.measured) layouts.emplace(m.nodes, m.ppn);
+        for (const auto& [nodes, ppn] : layouts)
+            for (uint64_t b : tuned::crossover_sizes(fitted.params, request.flavor, nodes, ppn,
+                                                     tuned::candidates_for(request.measured, ppn), 8, request.max_bytes))
+                out["crossovers"].push_back({{"nodes", nodes}, {"ppn", ppn}, {"bytes", b}});
+        std::cout << out.dump() << "\n";
+        return 0;
+    }
+    const tuned::Result result = tuned::build(request);
+    for (const std::string& note : result.notes) std::cerr << "arshim-policy tune-table: " << note << "\n";
+    // The table must read back cleanly: a tuner that writes a table the shim rejects is worse than none.
+    const Table check = read_table(result.toml, out_file.empty() ? "tuned table" : out_file);
+    if (!check.problems.empty()) {
+        std::cerr << "arshim-policy tune-table: internal error, the table does not read back: " << check.problems.front()
+                  << "\n";
+        return 1;
+    }
+    if (out_file.empty()) {
+        std::cout << result.toml;
+        return 0;
+    }
+    std::ofstream out(out_file, std::ios::trunc);
+    out << result.toml;
+    if (!out.flush()) {
+        std::cerr << "arshim-policy tune-table: " << out_file << ": cannot write\n";
+        return 1;
+    }
+    return 0;
+}
+
+}  // namespace arshim::policy

@@ -1,0 +1,319 @@
+#!/usr/bin/env python3
+"""arshim tune: a policy table measured on this machine, under the user's own launcher line (docs/tuning.md).
+
+  arshim tune [--out tuned.toml] [--budget 5m] [--max 64M] [--from-stats run.json] [--resume] -- mpirun -n 4 ...
+
+The launcher line is everything but the program: the tuner appends its measurement program (arshim-tune-probe) and
+runs it once per candidate (a path and its parameters, forced with ARSHIM_PATH and friends) through `arshim run`,
+which preloads the library the way a job would. Each run times the candidate against the library's own allreduce,
+interleaved call by call, at every size of the run, until the medians are stable. Then:
+  1. a coarse sweep: every candidate at a few sizes from 8 B to --max;
+  2. the cost model is fitted to it (arshim-policy tune-table --crossovers) and the sizes where the model's ranking
+     changes are measured, with the sizes of --from-stats, while the budget lasts;
+  3. the table: each size bucket of the measured layout decided by measurement (a candidate only when its win is
+     beyond the noise measured with it), other buckets and layouts (up to --predict-nodes) by the model, merged into
+     as few rules as decide the same, with the machine parameters, MPI, host count, date and command in its header.
+Everything measured is kept in OUT.state.json after every run; --resume continues from it.
+"""
+import argparse
+import datetime
+import importlib.machinery
+import json
+import math
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+import types
+
+SIZES_COARSE = [8, 128, 2048, 16 << 10, 128 << 10, 1 << 20, 8 << 20, 64 << 20]
+
+
+class TuneError(Exception):
+    pass
+
+
+def parse_size(text):
+    units = {"": 1, "K": 1 << 10, "KIB": 1 << 10, "M": 1 << 20, "MIB": 1 << 20, "G": 1 << 30, "GIB": 1 << 30}
+    t = text.strip().upper()
+    num = t.rstrip("KMGIB")
+    unit = t[len(num):]
+    if not num.isdigit() or unit not in units:
+        raise TuneError(f"'{text}' is not a size; write e.g. 4096, 64K or 4M")
+    return int(num) * units[unit]
+
+
+def parse_duration(text):
+    units = {"s": 1, "m": 60, "h": 3600}
+    t = text.strip().lower()
+    if t and t[-1] in units and t[:-1].replace(".", "", 1).isdigit():
+        return float(t[:-1]) * units[t[-1]]
+    if t.replace(".", "", 1).isdigit():
+        return float(t)
+    raise TuneError(f"--budget {text}: write seconds or minutes, e.g. 300, 90s, 5m")
+
+
+def size_text(b):
+    for unit, shift in (("M", 20), ("K", 10)):
+        if b >= 1 << shift and b % (1 << shift) == 0:
+            return f"{b >> shift}{unit}"
+    return str(b)
+
+
+def candidates(ppn):
+    """The paths and parameters the tuner measures: multi-leader with 1, 2, 4.. leaders (several ranks per node),
+    pipelined with 64 KiB to 1 MiB segments (64 KiB and more). Each: (name, ARSHIM_* settings, decision, min bytes)."""
+    out = []
+    if ppn > 1:
+        leaders = 1
+        while leaders <= min(ppn, 8):
+            out.append((f"multileader-l{leaders}",
+                        {"ARSHIM_PATH": "multileader", "ARSHIM_LEADERS": str(leaders), "ARSHIM_PIPELINE_K": "1"},
+                        {"path": "multileader", "leaders": leaders, "pipeline_k": 1}, 0))
+            leaders *= 2
+    for seg in (64 << 10, 256 << 10, 1 << 20):
+        out.append((f"pipelined-{size_text(seg)}",
+                    {"ARSHIM_PATH": "pipelined", "ARSHIM_SEGMENT_BYTES": str(seg), "ARSHIM_WINDOW": "8"},
+                    {"path": "pipelined", "segment_bytes": seg, "window": 8}, seg))
+    return out
+
+
+class Tuner:
+    def __init__(self, args):
+        self.args = args
+        self.state_file = args.out + ".state.json"
+        self.state = {"measurements": [], "runs_done": [], "layout": None, "command": None, "flavor": args.mpi}
+        if args.resume:
+            try:
+                with open(self.state_file) as f:
+                    self.state = json.load(f)
+            except (OSError, ValueError) as e:
+                raise TuneError(f"--resume: {self.state_file}: {e}")
+            print(f"arshim tune: resuming: {len(self.state['measurements'])} measurements from {self.state_file}",
+                  file=sys.stderr)
+        self.started = time.monotonic()
+        self.run_seconds = []
+        # `arshim run`'s launcher functions (preload options for mpirun, mpiexec and srun), from the arshim command.
+        loader = importlib.machinery.SourceFileLoader("arshim_command", args.arshim)
+        self.launcher = types.ModuleType(loader.name)
+        self.launcher.__file__ = args.arshim
+        loader.exec_module(self.launcher)
+
+    def save(self):
+        tmp = self.state_file + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(self.state, f, indent=1)
+        os.replace(tmp, self.state_file)
+
+    def elapsed(self):
+        return time.monotonic() - self.started
+
+    def run_probe(self, name, settings, sizes):
+        """One launch: the probe at `sizes` with the candidate's settings. Returns the layout and measurements."""
+        flavor = self.state["flavor"]
+        # This environment's ARSHIM_* settings are replaced by the candidate's (and no tuning, statistics or noise
+        # of the shim's own); the launcher options come from `arshim run`'s own functions, so the ranks load the
+        # library exactly as a job would.
+        for k in [k for k in os.environ if k.startswith("ARSHIM_") and k not in ("ARSHIM_LIB_DIR", "ARSHIM_BUILD_DIR")]:
+            del os.environ[k]
+        os.environ.update({"ARSHIM_TUNE": "off", "ARSHIM_STATS_SUMMARY": "0", "ARSHIM_LOG": "warn"})
+        os.environ.update(settings)
+        path = settings.get("ARSHIM_PATH", "native")
+        command = self.args.command + [self.args.probe[flavor], "--sizes", ",".join(str(s) for s in sizes),
+                                       "--path", path, "--seconds", str(self.args.seconds_per_size)]
+        try:
+            library = self.launcher.find_library(flavor)
+            if self.launcher.is_srun(command):
+                cmd = self.launcher.srun_command(command, library)
+            else:
+                cmd = [command[0]] + self.launcher.preload_arguments(flavor, library) + command[1:]
+        except self.launcher.ArshimError as e:
+            raise TuneError(str(e))
+        cmd = shlex.split(self.args.wrap) + cmd if self.args.wrap else cmd
+        env = self.launcher.launch_environment(command)
+        try:
+            p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=self.args.run_timeout)
+        except subprocess.TimeoutExpired:
+            raise TuneError(f"{name}: the run took more than {self.args.run_timeout} s: {shlex.join(cmd)}")
+        if p.returncode != 0:
+            tail = (p.stderr or p.stdout).strip().splitlines()[-3:]
+            raise TuneError(f"{name}: the run failed (exit {p.returncode}): {shlex.join(cmd)}\n  " + "\n  ".join(tail))
+        layout, rows = None, []
+        for line in p.stdout.splitlines():
+            f = line.strip().split(",")
+            if f[0] == "layout" and len(f) == 4:
+                layout = {"nodes": int(f[1]), "ppn": int(f[2]), "ranks": int(f[3])}
+            elif f[0] == "size" and len(f) == 11:
+                rows.append({"bytes": int(f[1]), "reps": int(f[2]), "p25": float(f[3]), "median": float(f[4]),
+                             "p75": float(f[5]), "native_p25": float(f[6]), "native": float(f[7]),
+                             "native_p75": float(f[8]), "served": float(f[9]), "right": int(f[10])})
+        if layout is None:
+            raise TuneError(f"{name}: the probe printed no layout: {shlex.join(cmd)}")
+        return layout, rows
+
+    def measure(self, jobs, phase):
+        """Runs (name, settings, decision, sizes) jobs in order while the budget lasts, with progress and ETA."""
+        for i, (name, settings, decision, sizes) in enumerate(jobs):
+            key = f"{phase}:{name}:{','.join(map(str, sizes))}"
+            if key in self.state["runs_done"]:
+                continue
+            mean = sum(self.run_seconds) / len(self.run_seconds) if self.run_seconds else 0
+            left = self.args.budget - self.elapsed()
+            if self.run_seconds and mean > left:
+                print(f"arshim tune: budget reached ({self.elapsed():.0f} s of {self.args.budget:.0f} s): "
+                      f"{len(jobs) - i} {phase} runs left out", file=sys.stderr)
+                return False
+            eta = mean * (len(jobs) - i)
+            print(f"arshim tune: [{phase} {i + 1}/{len(jobs)}, {self.elapsed():.0f} s, ETA {eta:.0f} s] {name} at "
+                  f"{len(sizes)} sizes", file=sys.stderr, flush=True)
+            t0 = time.monotonic()
+            layout, rows = self.run_probe(name, settings, sizes)
+            self.run_seconds.append(time.monotonic() - t0)
+            if self.state["layout"] is None:
+                self.state["layout"] = layout
+            for r in rows:
+                if r["right"] != 1:
+                    raise TuneError(f"{name} at {r['bytes']} B returned a wrong result: not tuning on a broken path")
+                if decision["path"] != "native" and 0 <= r["served"] < 0.9:
+                    print(f"arshim tune: {name} at {r['bytes']} B: the path served {r['served']:.0%} of the calls "
+                          "(declined); not a candidate there", file=sys.stderr)
+                    continue
+                m = dict(decision)
+                m.update(nodes=layout["nodes"], ppn=layout["ppn"], **{k: r[k] for k in (
+                    "bytes", "p25", "median", "p75", "native_p25", "native", "native_p75")})
+                self.state["measurements"].append(m)
+            self.state["runs_done"].append(key)
+            self.save()
+        return True
+
+    def request(self, extra=None):
+        layout = self.state["layout"]
+        nodes = layout["nodes"]
+        predict_nodes = sorted({n for n in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)} | {nodes})
+        req = {"flavor": self.state["flavor"], "max_bytes": self.args.max, "predict_nodes": predict_nodes,
+               "predict_ppn": sorted({layout["ppn"], 1}), "measurements": self.state["measurements"]}
+        req.update(extra or {})
+        path = self.args.out + ".samples.json"
+        with open(path, "w") as f:
+            json.dump(req, f)
+        return path
+
+    def policy_tool(self, *args):
+        p = subprocess.run([self.args.arshim, "policy", "tune-table"] + list(args), capture_output=True, text=True)
+        if p.returncode != 0:
+            raise TuneError("arshim policy tune-table failed: " + (p.stderr.strip() or p.stdout.strip()))
+        return p
+
+    def tune(self):
+        # Phase 0: the layout (one short native run).
+        if self.state["layout"] is None:
+            layout, _ = self.run_probe("layout", {"ARSHIM_PATH": "native"}, [8])
+            self.state["layout"] = layout
+            self.save()
+        layout = self.state["layout"]
+        print(f"arshim tune: {self.state['flavor']}, {layout['ranks']} ranks on {layout['nodes']} node(s) x "
+              f"{layout['ppn']}; budget {self.args.budget:.0f} s", file=sys.stderr)
+        cands = candidates(layout["ppn"])
+        coarse = [s for s in SIZES_COARSE if s <= self.args.max]
+        jobs = [(n, st, d, [s for s in coarse if s >= lo]) for (n, st, d, lo) in cands]
+        jobs = [j for j in jobs if j[3]]
+        # Phase 1 runs whole even past the budget: without it there is no table.
+        self.measure(jobs, "coarse")
+        # Phase 2: where the fitted model's ranking changes, and the user's own sizes.
+        p = self.policy_tool("--samples", self.request(), "--crossovers")
+        fit = json.loads(p.stdout)
+        sizes = {c["bytes"] // 4 * 4 for c in fit["crossovers"] if 8 <= c["bytes"] <= self.args.max}
+        sizes |= set(self.stats_sizes())
+        sizes -= set(coarse)
+        if sizes:
+            ordered = sorted(sizes)
+            print(f"arshim tune: model after the coarse sweep: median error {fit['median_error']:.0%}; measuring "
+                  f"{len(ordered)} more sizes: {' '.join(size_text(s) for s in ordered)}", file=sys.stderr)
+            jobs = [(n, st, d, [s for s in ordered if s >= lo]) for (n, st, d, lo) in cands]
+            self.measure([j for j in jobs if j[3]], "refine")
+        # The table.
+        origin = {"made_by": "arshim tune", "flavor": self.state["flavor"],
+                  "layout": f"{layout['nodes']} node(s) x {layout['ppn']}",
+                  "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                  "command": "arshim tune -- " + shlex.join(self.args.command), "isa": cpu_isa()}
+        p = self.policy_tool("--samples", self.request({"origin": origin}), "--out", self.args.out)
+        for line in p.stderr.strip().splitlines():
+            print(line, file=sys.stderr)
+        print(f"arshim tune: wrote {self.args.out} in {self.elapsed():.0f} s. Use it with ARSHIM_POLICY={self.args.out} "
+              "ARSHIM_POLICY_MODE=prepend (the built-in rules keep deciding the layouts it does not cover); "
+              f"`arshim policy explain --policy {self.args.out} --bytes N --ppn P --nodes H` shows its predictions",
+              file=sys.stderr)
+
+    def stats_sizes(self):
+        """The message sizes of an ARShim statistics log (--from-stats): each bucket's average call size."""
+        if not self.args.from_stats:
+            return []
+        try:
+            with open(self.args.from_stats) as f:
+                log = json.load(f)
+        except (OSError, ValueError) as e:
+            raise TuneError(f"--from-stats {self.args.from_stats}: {e}")
+        out = []
+        for b in log.get("buckets", []):
+            calls, nbytes = b.get("calls", 0), b.get("bytes", 0)
+            if isinstance(calls, int) and calls > 0 and isinstance(nbytes, (int, float)) and nbytes > 0:
+                out.append(int(nbytes / calls))
+        return [s for s in out if 8 <= s <= self.args.max]
+
+
+def cpu_isa():
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((l for l in f if l.startswith("flags")), "")
+    except OSError:
+        return "unknown"
+    return "avx512" if "avx512f" in flags else "avx2" if "avx2" in flags else "scalar"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="arshim tune", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default="tuned.toml", help="the tuned table (default tuned.toml)")
+    parser.add_argument("--budget", default="5m", help="time budget, e.g. 300, 90s, 5m (default 5m)")
+    parser.add_argument("--max", default="64M", help="largest message size measured (default 64M)")
+    parser.add_argument("--from-stats", help="an ARShim statistics log (ARSHIM_STATS) whose sizes to measure too")
+    parser.add_argument("--resume", action="store_true", help="continue from OUT.state.json")
+    parser.add_argument("--mpi", choices=["mpich", "openmpi"], help="MPI flavor (default: from the launcher)")
+    parser.add_argument("--wrap", help="a prefix for every launch, e.g. the emulated cluster's "
+                        "'arshim cluster wrap --ppn 2 --' (docs/cluster.md)")
+    parser.add_argument("--seconds-per-size", type=float, default=1.0, help=argparse.SUPPRESS)
+    parser.add_argument("--run-timeout", type=float, default=600, help=argparse.SUPPRESS)
+    parser.add_argument("--arshim", required=True, help=argparse.SUPPRESS)
+    parser.add_argument("--probe-mpich", help=argparse.SUPPRESS)
+    parser.add_argument("--probe-openmpi", help=argparse.SUPPRESS)
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- the launcher line without a program")
+    args = parser.parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    try:
+        if not command:
+            raise TuneError("no launcher line: arshim tune [options] -- mpirun -n 4 (the tuner adds the program)")
+        args.command = command
+        args.budget = parse_duration(args.budget)
+        args.max = parse_size(args.max)
+        if args.mpi is None:
+            names = command[0] + " " + os.path.realpath(shutil.which(command[0]) or command[0])
+            args.mpi = "openmpi" if ("openmpi" in names or "orterun" in names or "prterun" in names) else \
+                "mpich" if ("mpich" in names or "hydra" in names) else None
+            if args.mpi is None:
+                raise TuneError(f"{command[0]}: cannot tell which MPI it launches; pass --mpi mpich|openmpi")
+        args.probe = {"mpich": args.probe_mpich, "openmpi": args.probe_openmpi}
+        if not args.probe[args.mpi]:
+            raise TuneError(f"no arshim-tune-probe-{args.mpi}: ARShim was built without {args.mpi}")
+        Tuner(args).tune()
+    except TuneError as e:
+        print(f"arshim tune: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"arshim tune: interrupted; what was measured is kept: --resume continues", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
