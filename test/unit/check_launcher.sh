@@ -12,7 +12,7 @@ expect() {  # expect NAME PATTERN OUTPUT
 }
 "$arshim" --help >/dev/null && "$arshim" run --help >/dev/null || { echo "FAIL: --help"; fail=1; }
 # Every command's --help and -h prints its usage on stdout and exits 0 (policy, report and cluster pass them on).
-for command in run lib policy report cluster "bench kernels" "bench allreduce" "bench cma"; do
+for command in run lib policy report cluster tune "bench kernels" "bench allreduce" "bench cma"; do
   for flag in --help -h; do
     # shellcheck disable=SC2086  # "bench kernels" is two words
     out=$("$arshim" $command "$flag" 2>&1 >/dev/null); rc=$?

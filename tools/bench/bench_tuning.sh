@@ -60,10 +60,11 @@ if [[ " ${PARTS:-recovery guard stability} " == *" stability "* ]]; then
           json=$OUT/stability-$flavor-$mode-$run.json
           line=$(bash "$SRC/test/mpi/mpirun.sh" "$flavor" 2 "$BUILD/shim/libarshim-$flavor.so" ARSHIM_TUNE=$mode \
                  ARSHIM_STATS="$json" ARSHIM_STATS_SUMMARY=0 -- "$BUILD/examples/dp_training_replay-$flavor" \
-                 --model resnet110 --steps "${STEPS:-1000}" --csv 2>/dev/null | grep '^resnet110,')
+                 --model resnet110 --steps "${STEPS:-1000}" --csv 2>/dev/null | grep -i '^resnet110,')
           comm=$(cut -d, -f9 <<<"$line")
-          decisions=$("$PY" -c 'import json,sys; d=json.load(open(sys.argv[1]))["tuning"]["decided"];
-print("|".join(sorted(f"{x[\"bytes_min\"]}:{x[\"chosen\"]}" for x in d)) or "-")' "$json" | md5sum | cut -c1-8)
+          decisions=$("$PY" -c 'import json,sys; d=json.load(open(sys.argv[1]))["tuning"]["decided"]
+print("|".join(sorted("%s %s %s:%s" % (x["bytes_min"], x["datatype"], x["op"], x["chosen"]) for x in d)) or "-")' \
+                      "$json" | md5sum | cut -c1-8)
           printf '%-8s %-6s %4d %12s %10s\n' "$flavor" "$mode" "$run" "$comm" "$decisions"
         done
       done
