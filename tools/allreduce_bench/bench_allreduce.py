@@ -52,6 +52,10 @@ def configurations(flavor, np_, names):
         "arshim-online": (True, {"ARSHIM_TUNE": "online"}, []),
         "bad-policy": (True, {"ARSHIM_POLICY": BAD_POLICY, "ARSHIM_TUNE": "off"}, []),
         "bad-policy-online": (True, {"ARSHIM_POLICY": BAD_POLICY, "ARSHIM_TUNE": "online"}, []),
+        # A table from `arshim tune` (its path in ARSHIM_BENCH_TUNED_POLICY), ahead of the built-in one, no online
+        # tuning: what the tuned table decides.
+        "arshim-tuned": (True, {"ARSHIM_POLICY": os.environ.get("ARSHIM_BENCH_TUNED_POLICY", ""),
+                                "ARSHIM_POLICY_MODE": "prepend", "ARSHIM_TUNE": "off"}, []),
         # Reproducible mode (docs/reproducible.md): float sums in rank order; exact (any number of ranks).
         "arshim-reproducible": (True, {"ARSHIM_REPRODUCIBLE": "layout"}, []),
         "arshim-any-np": (True, {"ARSHIM_REPRODUCIBLE": "any-np"}, []),

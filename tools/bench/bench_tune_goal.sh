@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The goal benchmark of `arshim tune` (docs/tuning.md): tune on the emulated cluster with 2 hosts x 2 ranks, then
+# measure every path, native, the built-in table and the tuned table at other layouts (3 hosts x 2, 4 hosts x 1 by
+# default), interleaved rounds, medians; tables in OUTDIR.
+#
+#   bash tools/bench/bench_tune_goal.sh [OUTDIR]
+#
+# Environment: MPIS ("mpich openmpi"), LINKS ("1gbit"), LAYOUTS ("3x2 4x1"), MAX (16M), ROUNDS (3), BUDGET (tune
+# budget, 5m), RIG (rig name, tunegoal). Root only (network namespaces).
+set -euo pipefail
+HERE=$(dirname "$(realpath "${BASH_SOURCE[0]}")")
+SRC=$(realpath "$HERE/../..")
+BUILD=${ARSHIM_BUILD_DIR:-$SRC/build}
+OUT=$(realpath -m "${1:-bench-tune-goal-$(date +%Y%m%d-%H%M%S)}")
+mkdir -p "$OUT"
+RIG=${RIG:-tunegoal}
+CLUSTER="bash $SRC/tools/cluster/arshim-cluster --name $RIG"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+note() { echo "[$(date +%H:%M:%S)] $*" | tee -a "$OUT/log.txt" >&2; }
+$CLUSTER up --hosts 4 --link "${LINKS%% *}" >>"$OUT/log.txt" 2>&1
+trap '$CLUSTER down >/dev/null 2>&1 || true' EXIT
+for link in ${LINKS:-1gbit}; do
+  $CLUSTER shape --link "$link" >>"$OUT/log.txt" 2>&1
+  for flavor in ${MPIS:-mpich openmpi}; do
+    table=$OUT/tuned-$flavor-$link.toml
+    note "tune $flavor $link on 2 hosts x 2"
+    start=$(date +%s)
+    "$BUILD/tools/arshim" tune --out "$table" --budget "${BUDGET:-5m}" --max "${MAX:-16M}" --mpi "$flavor" \
+      --wrap "$CLUSTER wrap --ppn 2 --" -- "mpirun.$flavor" -n 4 2>>"$OUT/log.txt"
+    note "tuned in $(( $(date +%s) - start )) s: $table"
+    for layout in ${LAYOUTS:-3x2 4x1}; do
+      hosts=${layout%x*} ppn=${layout#*x} np=$(( ${layout%x*} * ${layout#*x} ))
+      configs=native,pipelined-256K,pipelined-1M,arshim-tune-off,arshim-tuned
+      (( ppn > 1 )) && configs=native,multileader-l1,multileader-l2,pipelined-256K,pipelined-1M,arshim-tune-off,arshim-tuned
+      note "measure $flavor $link $layout"
+      ARSHIM_BENCH_TUNED_POLICY=$table /usr/bin/python3 "$SRC/tools/allreduce_bench/bench_allreduce.py" \
+        --build-dir "$BUILD" --mpi "$flavor" --np "$np" --min 8 --max "${MAX:-16M}" --factor 8 \
+        --rounds "${ROUNDS:-3}" --budget 64M --wrap "$CLUSTER wrap --ppn $ppn --" --no-local-flags \
+        --nodes "$hosts" --link-gbit "${link%gbit}" --configs "$configs" \
+        --csv "$OUT/$flavor-$link-$layout.csv" >"$OUT/$flavor-$link-$layout.txt" 2>>"$OUT/log.txt"
+      cat "$OUT/$flavor-$link-$layout.txt"
+    done
+  done
+done
+note "done: $OUT"
