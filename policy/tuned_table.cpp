@@ -122,6 +122,26 @@ std::vector<uint64_t> crossover_sizes(const model::MachineParams& params, Flavor
     return out;
 }
 
+std::vector<uint64_t> measured_changes(const std::vector<Measurement>& measured, uint32_t nodes, uint32_t ppn) {
+    std::set<uint64_t> sizes;
+    for (const Measurement& m : measured)
+        if (m.nodes == nodes && m.ppn == ppn && m.bytes > 0) sizes.insert(m.bytes);
+    const std::vector<Decision> options = candidates_for(measured, ppn);
+    std::vector<uint64_t> out;
+    uint64_t previous = 0;
+    Decision previous_decision;
+    for (uint64_t bytes : sizes) {
+        const Decision d = nearest_measured(measured, nodes, ppn, bytes, options);
+        if (previous != 0 && !same_action(d, previous_decision)) {
+            const uint64_t middle = static_cast<uint64_t>(std::sqrt(static_cast<double>(previous) * bytes)) / 4 * 4;
+            if (middle > previous && middle < bytes) out.push_back(middle);
+        }
+        previous = bytes;
+        previous_decision = d;
+    }
+    return out;
+}
+
 std::vector<std::pair<std::string, double>> params_to_keys(const model::MachineParams& p) {
     return {{"copy_bw", p.copy_bw}, {"intra_latency", p.intra_latency}, {"gamma", p.gamma},
             {"alpha", p.alpha},     {"net_bw", p.net_bw},               {"stream_gain", p.stream_gain}};

@@ -50,6 +50,10 @@ std::vector<Decision> candidates_for(const std::vector<Measurement>& measured, u
 std::vector<uint64_t> crossover_sizes(const model::MachineParams& params, Flavor flavor, uint32_t nodes, uint32_t ppn,
                                       const std::vector<Decision>& candidates, uint64_t lo, uint64_t hi);
 
+// Sizes between adjacent measured sizes of a layout whose measured decisions differ (their geometric middle, whole
+// MPI_FLOAT elements): where the measurements themselves say the best choice changes.
+std::vector<uint64_t> measured_changes(const std::vector<Measurement>& measured, uint32_t nodes, uint32_t ppn);
+
 // The fitted parameters (the [model] keys of a tuned table) by name, and back; unknown names are ignored.
 std::vector<std::pair<std::string, double>> params_to_keys(const model::MachineParams& params);
 model::MachineParams params_from_keys(const std::vector<std::pair<std::string, double>>& keys);

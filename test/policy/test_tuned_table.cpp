@@ -62,6 +62,9 @@ TEST_CASE("tuned table: measured wins beyond the noise, native within it, neighb
     // Tuned on one node: no rule for two nodes (the built-in table decides there under ARSHIM_POLICY_MODE=prepend).
     CHECK(decide(result.toml, 1024, 2).rule < 0);
     CHECK(result.toml.find("[model]") != std::string::npos);
+    // Where the measured decisions change, the tuner measures next: between 1 KiB and 64 KiB, 64 KiB and 1 MiB.
+    CHECK(tuned::measured_changes(r.measured, 1, 4) == std::vector<uint64_t>{8192, 262144});
+    CHECK(tuned::measured_changes(r.measured, 2, 4).empty());
 }
 
 TEST_CASE("tuned table: candidates the layout cannot take are not weighed", "[tuned]") {

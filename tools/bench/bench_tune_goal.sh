@@ -17,6 +17,7 @@ RIG=${RIG:-tunegoal}
 CLUSTER="bash $SRC/tools/cluster/arshim-cluster --name $RIG"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 note() { echo "[$(date +%H:%M:%S)] $*" | tee -a "$OUT/log.txt" >&2; }
+LINKS=${LINKS:-1gbit}
 $CLUSTER up --hosts 4 --link "${LINKS%% *}" >>"$OUT/log.txt" 2>&1
 trap '$CLUSTER down >/dev/null 2>&1 || true' EXIT
 for link in ${LINKS:-1gbit}; do

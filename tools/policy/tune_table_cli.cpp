@@ -83,10 +83,13 @@ int run_tune_table(const std::string& samples_file, const std::string& out_file,
         out["crossovers"] = json::array();
         std::set<std::pair<uint32_t, uint32_t>> layouts;
         for (const auto& m : request.measured) layouts.emplace(m.nodes, m.ppn);
-        for (const auto& [nodes, ppn] : layouts)
+        for (const auto& [nodes, ppn] : layouts) {
             for (uint64_t b : tuned::crossover_sizes(fitted.params, request.flavor, nodes, ppn,
                                                      tuned::candidates_for(request.measured, ppn), 8, request.max_bytes))
-                out["crossovers"].push_back({{"nodes", nodes}, {"ppn", ppn}, {"bytes", b}});
+                out["crossovers"].push_back({{"nodes", nodes}, {"ppn", ppn}, {"bytes", b}, {"from", "model"}});
+            for (uint64_t b : tuned::measured_changes(request.measured, nodes, ppn))
+                out["crossovers"].push_back({{"nodes", nodes}, {"ppn", ppn}, {"bytes", b}, {"from", "measured"}});
+        }
         std::cout << out.dump() << "\n";
         return 0;
     }

@@ -230,7 +230,8 @@ class Tuner:
         if sizes:
             ordered = sorted(sizes)
             print(f"arshim tune: model after the coarse sweep: median error {fit['median_error']:.0%}; measuring "
-                  f"{len(ordered)} more sizes: {' '.join(size_text(s) for s in ordered)}", file=sys.stderr)
+                  f"{len(ordered)} more sizes where the model's or the measurements' ranking changes: "
+                  f"{' '.join(size_text(s) for s in ordered)}", file=sys.stderr)
             jobs = [(n, st, d, [s for s in ordered if s >= lo]) for (n, st, d, lo) in cands]
             self.measure([j for j in jobs if j[3]], "refine")
         # The table.
@@ -259,7 +260,7 @@ class Tuner:
         for b in log.get("buckets", []):
             calls, nbytes = b.get("calls", 0), b.get("bytes", 0)
             if isinstance(calls, int) and calls > 0 and isinstance(nbytes, (int, float)) and nbytes > 0:
-                out.append(int(nbytes / calls))
+                out.append(int(nbytes / calls) // 4 * 4)  # whole MPI_FLOAT elements, as the probe reduces
         return [s for s in out if 8 <= s <= self.args.max]
 
 
