@@ -353,12 +353,11 @@ int main(int argc, char** argv) {
 
     CLI::App* builtin = app.add_subcommand("default", "Print the built-in policy (policy/default.toml)");
 
-    std::string tune_samples, tune_out;
+    std::string tune_samples;
     bool tune_crossovers = false;
     CLI::App* tune_table = app.add_subcommand(
-        "tune-table", "For `arshim tune`: fit the cost model to its measurements (JSON) and write the tuned table");
+        "tune-table", "For `arshim tune`: fit the cost model to its measurements (JSON) and print the tuned table");
     tune_table->add_option("--samples", tune_samples, "The tuner's measurements (JSON)")->required();
-    tune_table->add_option("--out", tune_out, "The tuned table (default: stdout)");
     tune_table->add_flag("--crossovers", tune_crossovers,
                          "Print the fitted parameters and the sizes where the model's ranking changes (JSON) instead");
 
@@ -368,7 +367,7 @@ int main(int argc, char** argv) {
     if (*check) return run_check(check_files);
     if (*show) return run_show(show_policy, show_mpi);
     if (*options) return run_options(markdown);
-    if (*tune_table) return run_tune_table(tune_samples, tune_out, tune_crossovers);
+    if (*tune_table) return run_tune_table(tune_samples, tune_crossovers);
     if (*builtin) {
         std::cout << builtin_policy_text();
         return 0;

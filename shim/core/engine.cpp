@@ -183,10 +183,8 @@ Routed route_call(const CallArgs& args) {
     auto explored = [&](bool declined) {
         if (!exploring) return;
         const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
-        const std::string what = std::string(datatype_name(args.datatype)) + " " + mpi_op_name(args.op) + ", " +
-                                 std::to_string(r.bytes) + " B";
         tune::report(*ctx, key_book(), pick.candidate, took.count(), declined, r.bucket, cls.type.dclass, cls.kop,
-                     what.c_str());
+                     args.datatype, args.op, r.bytes);
     };
     if (decision.path == policy::Path::native) {
         // The policy's choice, or the tuner's (measured faster, or being tried).

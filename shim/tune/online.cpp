@@ -9,6 +9,7 @@
 #include "policy/rules.h"
 #include "policy/text.h"
 #include "shim/core/log.h"
+#include "shim/core/mpi_types.h"
 #include "shim/core/runtime.h"
 #include "shim/stats/log_file.h"
 #include "shim/tune/schedule.h"
@@ -158,7 +159,7 @@ Pick pick(CommContext& ctx, CommContext::KeyBook& book, const policy::Decision& 
 }
 
 void report(CommContext& ctx, CommContext::KeyBook& book, int c, double seconds, bool declined, uint32_t bucket,
-            vocab::DtypeClass dclass, kernels::Op op, const char* what) {
+            vocab::DtypeClass dclass, kernels::Op op, MPI_Datatype datatype, MPI_Op mpi_op, uint64_t bytes) {
     KeyTuning& t = book.tuning;
     Exploration& ex = t.exploration;
     if (arshim_test_skew_tune_time != nullptr)
@@ -229,9 +230,9 @@ void report(CommContext& ctx, CommContext::KeyBook& book, int c, double seconds,
         append_candidates(l.candidates, t.candidate, median, spread, 0, n, ex.excluded);
     }
     if (log::enabled(log::Level::info))
-        log::info("tuned {} on a communicator of {} ranks ({} node(s) x {}): {} ({:.1f} us; policy's choice {}: {}; "
-                  "candidates: {})",
-                  what, ctx.size, ctx.node_count, ctx.ppn_max, policy::describe_decision(l.chosen), l.chosen_us,
+        log::info("tuned {} {}, {} B on a communicator of {} ranks ({} node(s) x {}): {} ({:.1f} us; policy's choice "
+                  "{}: {}; candidates: {})",
+                  datatype_name(datatype), mpi_op_name(mpi_op), bytes, ctx.size, ctx.node_count, ctx.ppn_max, policy::describe_decision(l.chosen), l.chosen_us,
                   l.policy_choice,
                   l.policy_us < 0 ? std::string("declined") : fmt::format("{:.1f} us", l.policy_us),
                   l.candidates);

@@ -40,9 +40,10 @@ Pick pick(CommContext& ctx, CommContext::KeyBook& book, const policy::Decision& 
           Mode mode);
 
 // After an exploration call. At a decision point this makes the one agreement (collective over ctx.comm: every rank
-// reaches it on the same call). `what`: the key, for the log ("MPI_DOUBLE MPI_SUM, 64 KiB").
+// reaches it on the same call). datatype, mpi_op and bytes name the key in the log, once per decision.
 void report(CommContext& ctx, CommContext::KeyBook& book, int candidate, double seconds, bool declined,
-            uint32_t bucket, vocab::DtypeClass dclass, kernels::Op op, const char* what);
+            uint32_t bucket, vocab::DtypeClass dclass, kernels::Op op, MPI_Datatype datatype, MPI_Op mpi_op,
+            uint64_t bytes);
 
 // One decision as the statistics log and the tuning cache record it (rank 0's communicators).
 struct Learned {

@@ -52,4 +52,24 @@ if [[ $? -ne 2 ]] || [[ $(grep -c . <<<"$bad") -ne 1 ]] || ! grep -q "pass --mpi
   say_fail "arshim tune with a launcher that is no MPI: expected one line and exit 2" "$bad"
 else echo "ok: a launcher that is no MPI: $bad"
 fi
+# Hostile names in a shared directory: a symlink planted at the table's name is replaced, never written through; a
+# FIFO or a directory as the state file of --resume is one line and exit 2 (no hang).
+echo untouched >"$tmp/victim"
+ln -s "$tmp/victim" "$tmp/planted.toml"
+ln -s "$tmp/victim" "$tmp/planted.toml.state.json.tmp.0"
+out=$(timeout 600 "$arshim" tune --out "$tmp/planted.toml" --budget 10s --max 4K -- "${launcher[@]}" 2>&1)
+if [[ $? -ne 0 || $(cat "$tmp/victim") != untouched || -L $tmp/planted.toml ]] || ! grep -q '^\[model\]' "$tmp/planted.toml"; then
+  say_fail "a symlink planted at --out: expected it replaced by the table, its target untouched" "$out"
+else echo "ok: a symlink planted at --out is replaced, not followed"
+fi
+mkfifo "$tmp/fifo.toml.state.json"
+mkdir "$tmp/dir.toml.state.json"
+for name in fifo dir; do
+  bad=$(timeout 20 "$arshim" tune --resume --out "$tmp/$name.toml" -- "${launcher[@]}" 2>&1)
+  rc=$?
+  if [[ $rc -ne 2 || $(grep -c . <<<"$bad") -ne 1 ]] || ! grep -q "not a regular file" <<<"$bad"; then
+    say_fail "--resume with a $name as state file: expected one line and exit 2 (exit $rc)" "$bad"
+  else echo "ok: --resume with a $name as state file: $bad"
+  fi
+done
 exit $fail

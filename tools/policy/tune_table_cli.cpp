@@ -4,13 +4,13 @@
 
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 
 #include "policy/rules.h"
+#include "policy/text.h"
 #include "policy/tuned_table.h"
 
 namespace arshim::policy {
@@ -33,9 +33,10 @@ Decision decision_of(const json& m) {
 }
 
 tuned::Request read_request(const std::string& file) {
-    std::ifstream in(file);
-    if (!in) throw std::runtime_error("cannot read");
-    const json j = json::parse(in);
+    // A bounded regular file (a FIFO or a device planted at the name is refused, not read), like a policy file.
+    std::string text, problem;
+    if (!read_regular_file(file, uint64_t{256} << 20, &text, &problem)) throw std::runtime_error(problem);
+    const json j = json::parse(text, nullptr, true, false);
     tuned::Request r;
     if (!parse_flavor(j.at("flavor").get<std::string>(), &r.flavor)) throw std::runtime_error("unknown flavor");
     r.max_bytes = j.value("max_bytes", r.max_bytes);
@@ -66,7 +67,7 @@ tuned::Request read_request(const std::string& file) {
 
 }  // namespace
 
-int run_tune_table(const std::string& samples_file, const std::string& out_file, bool crossovers) {
+int run_tune_table(const std::string& samples_file, bool crossovers) {
     tuned::Request request;
     try {
         request = read_request(samples_file);
@@ -96,22 +97,13 @@ int run_tune_table(const std::string& samples_file, const std::string& out_file,
     const tuned::Result result = tuned::build(request);
     for (const std::string& note : result.notes) std::cerr << "arshim-policy tune-table: " << note << "\n";
     // The table must read back cleanly: a tuner that writes a table the shim rejects is worse than none.
-    const Table check = read_table(result.toml, out_file.empty() ? "tuned table" : out_file);
+    const Table check = read_table(result.toml, "tuned table");
     if (!check.problems.empty()) {
         std::cerr << "arshim-policy tune-table: internal error, the table does not read back: " << check.problems.front()
                   << "\n";
         return 1;
     }
-    if (out_file.empty()) {
-        std::cout << result.toml;
-        return 0;
-    }
-    std::ofstream out(out_file, std::ios::trunc);
-    out << result.toml;
-    if (!out.flush()) {
-        std::cerr << "arshim-policy tune-table: " << out_file << ": cannot write\n";
-        return 1;
-    }
+    std::cout << result.toml;
     return 0;
 }
 

@@ -3,7 +3,8 @@
 #include <string>
 
 namespace arshim::policy {
-// Reads the tuner's measurements (JSON), writes the tuned table to out_file (stdout when empty); with crossovers,
-// prints the fitted parameters and the sizes where the model's ranking changes instead. Returns the exit status.
-int run_tune_table(const std::string& samples_file, const std::string& out_file, bool crossovers);
+// Reads the tuner's measurements (JSON) and prints the tuned table on stdout (the driver writes the file: whole or not
+// at all, never through a symlink); with crossovers, prints the fitted parameters and the sizes where the model's or
+// the measurements' ranking changes instead. Returns the exit status.
+int run_tune_table(const std::string& samples_file, bool crossovers);
 }

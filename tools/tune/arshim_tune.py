@@ -23,6 +23,7 @@ import math
 import os
 import shlex
 import shutil
+import stat
 import subprocess
 import sys
 import time
@@ -33,6 +34,49 @@ SIZES_COARSE = [8, 128, 2048, 16 << 10, 128 << 10, 1 << 20, 8 << 20, 64 << 20]
 
 class TuneError(Exception):
     pass
+
+
+MAX_INPUT_BYTES = 64 << 20  # state files and statistics logs read by the tuner
+
+
+def read_json(path, what):
+    """A JSON file that must be a bounded regular file: a FIFO, a device, /dev/zero or a directory planted at the
+    name is refused in one line instead of blocking or filling memory (opened O_NONBLOCK, checked with fstat)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except OSError as e:
+        raise TuneError(f"{what} {path}: {e.strerror}")
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise TuneError(f"{what} {path}: not a regular file")
+    with os.fdopen(fd, "rb") as f:
+        if st.st_size > MAX_INPUT_BYTES:
+            raise TuneError(f"{what} {path}: larger than {MAX_INPUT_BYTES >> 20} MiB")
+        data = f.read(MAX_INPUT_BYTES + 1)
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError) as e:
+        raise TuneError(f"{what} {path}: not JSON ({str(e)[:100]})")
+
+
+def write_file(path, text):
+    """Writes a whole file or nothing: a new temporary file beside it (O_EXCL | O_NOFOLLOW: never through a symlink
+    planted in a shared directory), then renamed over the name (which replaces a symlink, never follows it)."""
+    tmp = f"{path}.tmp.{os.getpid()}"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise TuneError(f"{path}: cannot write ({e.strerror})")
 
 
 def parse_size(text):
@@ -86,11 +130,10 @@ class Tuner:
         self.state_file = args.out + ".state.json"
         self.state = {"measurements": [], "runs_done": [], "layout": None, "command": None, "flavor": args.mpi}
         if args.resume:
-            try:
-                with open(self.state_file) as f:
-                    self.state = json.load(f)
-            except (OSError, ValueError) as e:
-                raise TuneError(f"--resume: {self.state_file}: {e}")
+            self.state = read_json(self.state_file, "--resume:")
+            if not isinstance(self.state, dict) or not isinstance(self.state.get("measurements"), list) or \
+                    not isinstance(self.state.get("runs_done"), list) or self.state.get("flavor") != args.mpi:
+                raise TuneError(f"--resume: {self.state_file}: not a state file of arshim tune for {args.mpi}")
             print(f"arshim tune: resuming: {len(self.state['measurements'])} measurements from {self.state_file}",
                   file=sys.stderr)
         self.started = time.monotonic()
@@ -102,10 +145,7 @@ class Tuner:
         loader.exec_module(self.launcher)
 
     def save(self):
-        tmp = self.state_file + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(self.state, f, indent=1)
-        os.replace(tmp, self.state_file)
+        write_file(self.state_file, json.dumps(self.state, indent=1))
 
     def elapsed(self):
         return time.monotonic() - self.started
@@ -196,8 +236,7 @@ class Tuner:
                "predict_ppn": sorted({layout["ppn"], 1}), "measurements": self.state["measurements"]}
         req.update(extra or {})
         path = self.args.out + ".samples.json"
-        with open(path, "w") as f:
-            json.dump(req, f)
+        write_file(path, json.dumps(req))
         return path
 
     def policy_tool(self, *args):
@@ -239,9 +278,10 @@ class Tuner:
                   "layout": f"{layout['nodes']} node(s) x {layout['ppn']}",
                   "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
                   "command": "arshim tune -- " + shlex.join(self.args.command), "isa": cpu_isa()}
-        p = self.policy_tool("--samples", self.request({"origin": origin}), "--out", self.args.out)
+        p = self.policy_tool("--samples", self.request({"origin": origin}))
         for line in p.stderr.strip().splitlines():
             print(line, file=sys.stderr)
+        write_file(self.args.out, p.stdout)
         print(f"arshim tune: wrote {self.args.out} in {self.elapsed():.0f} s. Use it with ARSHIM_POLICY={self.args.out} "
               "ARSHIM_POLICY_MODE=prepend (the built-in rules keep deciding the layouts it does not cover); "
               f"`arshim policy explain --policy {self.args.out} --bytes N --ppn P --nodes H` shows its predictions",
@@ -251,13 +291,12 @@ class Tuner:
         """The message sizes of an ARShim statistics log (--from-stats): each bucket's average call size."""
         if not self.args.from_stats:
             return []
-        try:
-            with open(self.args.from_stats) as f:
-                log = json.load(f)
-        except (OSError, ValueError) as e:
-            raise TuneError(f"--from-stats {self.args.from_stats}: {e}")
+        log = read_json(self.args.from_stats, "--from-stats")
+        buckets = log.get("buckets", []) if isinstance(log, dict) else []
         out = []
-        for b in log.get("buckets", []):
+        for b in buckets if isinstance(buckets, list) else []:
+            if not isinstance(b, dict):
+                continue
             calls, nbytes = b.get("calls", 0), b.get("bytes", 0)
             if isinstance(calls, int) and calls > 0 and isinstance(nbytes, (int, float)) and nbytes > 0:
                 out.append(int(nbytes / calls) // 4 * 4)  # whole MPI_FLOAT elements, as the probe reduces
