@@ -41,13 +41,20 @@ struct Bounds {
     }
 };
 
-Bounds bounds_around(const MachineParams& start) {
+Bounds bounds_around(const MachineParams& start, unsigned probed) {
     Bounds b;
     const Vec s = to_log(start);
     const double span = std::log(1e4);
     for (int i = 0; i < kDims; ++i) b.lo[i] = s[i] - span, b.hi[i] = s[i] + span;
     constexpr int gain = 5;  // stream_gain: at least 1 (one stream already fills the node) and at most 256
     b.lo[gain] = 0, b.hi[gain] = std::log(256.0);
+    // Measured directly: near the measurement (model_fit.h ParamBit says why these factors).
+    for (int i = 0; i < gain; ++i) {
+        if (!(probed & 1u << i)) continue;
+        const bool latency = (1u << i) == kIntraLatency || (1u << i) == kAlpha;
+        b.lo[i] = s[i] + std::log(latency ? 0.5 : 0.25);
+        b.hi[i] = s[i] + std::log(latency ? 30.0 : 1.5);
+    }
     return b;
 }
 
@@ -136,7 +143,7 @@ Vec nelder_mead(const Vec& x0, double step, const Bounds& bounds, const std::vec
 }  // namespace
 
 FitResult fit(const std::vector<Sample>& samples, const MachineParams& start, const FitOptions& options) {
-    const Bounds bounds = bounds_around(start);
+    const Bounds bounds = bounds_around(start, options.probed);
     FitResult result;
     Vec x = bounds.clamp(to_log(start));
     // Restarts with a fresh, smaller simplex: Nelder-Mead can stall on a collapsed simplex, and the first run's

@@ -17,9 +17,23 @@ struct Sample {
     double seconds = 0;
 };
 
+// Parameters measured directly (arshim-tune-probe --params), in MachineParams field order: the fit starts from them
+// and keeps them near what was measured. A quiet ping-pong or memcpy is the best case: inside a collective, latencies
+// grow (contention, scheduling on a busy node: up to 30x) and bandwidths shrink (sharing: down to 1/4), while neither
+// gets much better (latency 1/2, bandwidth 1.5x).
+enum ParamBit : unsigned {
+    kCopyBw = 1u << 0,
+    kIntraLatency = 1u << 1,
+    kGamma = 1u << 2,
+    kAlpha = 1u << 3,
+    kNetBw = 1u << 4,
+    kStreamGain = 1u << 5,
+};
+
 struct FitOptions {
     int max_evaluations = 6000;  // objective evaluations per Nelder-Mead run
     int restarts = 4;            // runs, each restarted from the previous best with a fresh simplex
+    unsigned probed = 0;         // ParamBit set: which fields of fit()'s `start` were measured directly
 };
 
 struct FitResult {
@@ -31,7 +45,8 @@ struct FitResult {
 
 // Minimizes the mean squared log error (relative error, symmetric in over- and under-prediction) over the log of
 // every parameter, starting from `start`, with Nelder-Mead. Each parameter stays within a factor 10^4 of its
-// start (stream_gain within [1, 256]), so a sample set that cannot pin a parameter leaves it finite.
+// start (stream_gain within [1, 256]), so a sample set that cannot pin a parameter leaves it finite; a probed one
+// (options.probed) within the bounds given at ParamBit.
 FitResult fit(const std::vector<Sample>& samples, const MachineParams& start, const FitOptions& options = {});
 
 // Median over the samples of |predicted - measured| / measured; NaN when no sample has a model.

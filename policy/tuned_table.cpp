@@ -14,6 +14,7 @@ namespace arshim::policy::tuned {
 
 namespace {
 
+constexpr uint32_t kCarryReach = 4;  // a measured layout's decisions carry to node counts within this factor of it
 constexpr double kPredictedMargin = 0.9;  // a predicted choice must beat native by 10%: the model's median error is
                                           // about that, and a wrong guess must not cost more than native
 
@@ -61,7 +62,7 @@ struct Tally {
 };
 
 // The decision the measurements make at the measured size nearest to `bytes`: the fastest candidate measured there
-// when it beats native beyond the noise, else native.
+// when it beats native beyond the noise and can be applied at `bytes`, else native.
 Decision nearest_measured(const std::vector<Measurement>& measured, uint32_t nodes, uint32_t ppn, uint64_t bytes,
                           const std::vector<Decision>& options) {
     uint64_t nearest = 0;
@@ -78,7 +79,8 @@ Decision nearest_measured(const std::vector<Measurement>& measured, uint32_t nod
         if (!(m.p75_us < m.native_p25_us)) continue;
         if (best == nullptr || m.median_us / m.native_us < best->median_us / best->native_us) best = &m;
     }
-    if (best == nullptr) return options[0];
+    // A segmented decision does not carry down to sizes below one segment (sensible_at): the library's own there.
+    if (best == nullptr || !sensible_at(best->decision, bytes)) return options[0];
     for (const Decision& d : options)
         if (same_action(d, best->decision)) return d;
     return options[0];
@@ -147,16 +149,20 @@ std::vector<std::pair<std::string, double>> params_to_keys(const model::MachineP
             {"alpha", p.alpha},     {"net_bw", p.net_bw},               {"stream_gain", p.stream_gain}};
 }
 
-model::MachineParams params_from_keys(const std::vector<std::pair<std::string, double>>& keys) {
+model::MachineParams params_from_keys(const std::vector<std::pair<std::string, double>>& keys, unsigned* found) {
     model::MachineParams p;
+    const std::pair<const char*, std::pair<double*, unsigned>> fields[] = {
+        {"copy_bw", {&p.copy_bw, model::kCopyBw}}, {"intra_latency", {&p.intra_latency, model::kIntraLatency}},
+        {"gamma", {&p.gamma, model::kGamma}},       {"alpha", {&p.alpha, model::kAlpha}},
+        {"net_bw", {&p.net_bw, model::kNetBw}},     {"stream_gain", {&p.stream_gain, model::kStreamGain}}};
+    if (found != nullptr) *found = 0;
     for (const auto& [key, value] : keys) {
         if (!std::isfinite(value) || value <= 0) continue;
-        if (key == "copy_bw") p.copy_bw = value;
-        else if (key == "intra_latency") p.intra_latency = value;
-        else if (key == "gamma") p.gamma = value;
-        else if (key == "alpha") p.alpha = value;
-        else if (key == "net_bw") p.net_bw = value;
-        else if (key == "stream_gain") p.stream_gain = value;
+        for (const auto& [name, target] : fields)
+            if (key == name) {
+                *target.first = value;
+                if (found != nullptr) *found |= target.second;
+            }
     }
     return p;
 }
@@ -170,7 +176,9 @@ Result build(const Request& request) {
         if (m.median_us > 0) samples.push_back({shape, m.decision, request.flavor, m.median_us * 1e-6});
         if (m.native_us > 0) samples.push_back({shape, native_decision(), request.flavor, m.native_us * 1e-6});
     }
-    const model::FitResult fitted = model::fit(samples, model::MachineParams{});
+    model::FitOptions options;
+    options.probed = request.probed;
+    const model::FitResult fitted = model::fit(samples, request.probed_params, options);
     result.params = fitted.params;
     result.median_error = model::median_relative_error(fitted.params, samples);
 
@@ -195,9 +203,33 @@ Result build(const Request& request) {
     for (uint32_t n : nodes_list)
         for (uint32_t p : ppns) layouts.emplace(n, p);
 
+    // The measured layout of the same ppn whose decisions carry to `nodes` (the nearest node count in log scale,
+    // within kCarryReach): both across nodes, so the same kind of network carries the same kind of decision. Not
+    // from two ranks alone (2 nodes x 1): every allreduce of two ranks is one exchange, so what wins there says
+    // nothing about three or more (measured: the segmented path 0.5-1.0x there, 1.2-1.8x on 3 and 4 nodes).
+    auto carried_from = [&](uint32_t nodes, uint32_t ppn) -> uint32_t {
+        uint32_t from = 0;
+        double distance = 0;
+        if (nodes < 2) return 0;
+        for (const auto& [n, p] : measured_layouts) {
+            if (p != ppn || n < 2 || n * p < 3 || nodes > n * kCarryReach || n > nodes * kCarryReach) continue;
+            const double d = std::fabs(std::log2(static_cast<double>(n) / nodes));
+            if (from == 0 || d < distance) from = n, distance = d;
+        }
+        return from;
+    };
+
+    // Measured layouts first: the layouts carried from them look their decisions up.
+    std::vector<std::pair<uint32_t, uint32_t>> order;
+    for (const auto& layout : layouts)
+        if (measured_layouts.count(layout)) order.push_back(layout);
+    for (const auto& layout : layouts)
+        if (!measured_layouts.count(layout)) order.push_back(layout);
+
     std::vector<PointDecision> points;
-    for (const auto& [nodes, ppn] : layouts) {
+    for (const auto& [nodes, ppn] : order) {
         const bool measured_layout = measured_layouts.count({nodes, ppn}) != 0;
+        const uint32_t carry_nodes = measured_layout ? 0 : carried_from(nodes, ppn);
         const std::vector<Decision> options = candidates_for(request.measured, ppn);
         for (const auto& [lo, hi] : byte_ranges(request.max_bytes)) {
             PointDecision point;
@@ -250,8 +282,23 @@ Result build(const Request& request) {
                 point.predicted_us = model::predict(fitted.params, shape, point.decision, request.flavor) * 1e6;
                 point.native_us = native_predicted * 1e6;
                 ++result.points_predicted;
+            } else if (carry_nodes != 0) {
+                // A node count near a measured one, same ppn: the measured layout's decision for this bucket. The
+                // model's extrapolation across node counts is the weak part (its fitted parameters trade off against
+                // each other); what won across 2 nodes is the better guess for 3 or 4 (docs/tuning.md).
+                const auto from = std::find_if(points.begin(), points.end(), [&](const PointDecision& q) {
+                    return q.nodes == carry_nodes && q.ppn == point.ppn && q.lo == point.lo;
+                });
+                point.evidence = EvidenceKind::predicted;
+                point.decision = from != points.end() ? from->decision : options[0];
+                point.predicted_us = model::predict(fitted.params, shape, point.decision, request.flavor) * 1e6;
+                point.native_us = native_predicted * 1e6;
+                ++result.points_predicted;
             } else {
-                // Predicted: the fastest modelled candidate, when it beats native by the model's margin.
+                // Predicted: the fastest modelled candidate, when it beats native by the model's margin. Where the
+                // model sees no such win the table has no rule: the model cannot know how far the library's own
+                // algorithms fall short of it, so the rules after the table (the built-in ones, under
+                // ARSHIM_POLICY_MODE=prepend) decide there.
                 int chosen = 0;
                 double chosen_t = native_predicted;
                 for (std::size_t i = 1; i < options.size(); ++i) {
@@ -259,6 +306,10 @@ Result build(const Request& request) {
                     const double t = model::predict(fitted.params, shape, options[i], request.flavor);
                     if (std::isfinite(t) && t < chosen_t && t < kPredictedMargin * native_predicted)
                         chosen = static_cast<int>(i), chosen_t = t;
+                }
+                if (chosen == 0) {
+                    ++result.points_deferred;
+                    continue;
                 }
                 point.evidence = EvidenceKind::predicted;
                 point.decision = options[chosen];
@@ -275,9 +326,10 @@ Result build(const Request& request) {
     result.toml = render_rules(rules, request.origin, params_to_keys(fitted.params));
     char line[200];
     std::snprintf(line, sizeof line,
-                  "model: median prediction error %.0f%% over %zu timings; %d points measured, %d predicted; %d rules",
+                  "model: median prediction error %.0f%% over %zu timings; %d points measured, %d predicted, %d left "
+                  "to the rules after the table; %d rules",
                   100 * result.median_error, samples.size(), result.points_measured, result.points_predicted,
-                  result.rules);
+                  result.points_deferred, result.rules);
     result.notes.emplace_back(line);
     return result;
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "policy/cost_model.h"
+#include "policy/model_fit.h"
 
 namespace arshim::policy::tuned {
 
@@ -30,6 +31,10 @@ struct Request {
     std::vector<uint32_t> predict_nodes;  // layouts decided by the model too (with every measured and listed ppn)
     std::vector<uint32_t> predict_ppn;
     uint64_t max_bytes = uint64_t{64} << 20;  // the largest size bucket decided from below; beyond it, one rule
+    // Machine parameters measured directly (arshim-tune-probe --params; model::ParamBit set in `probed`): the fit
+    // starts from them and stays near them. The other fields keep MachineParams' defaults as the fit's start.
+    model::MachineParams probed_params;
+    unsigned probed = 0;
     std::vector<std::pair<std::string, std::string>> origin;  // [origin] of the table (who, when, the command)
 };
 
@@ -38,6 +43,7 @@ struct Result {
     model::MachineParams params;
     double median_error = 0;  // the fitted model's median relative error over the measurements
     int rules = 0, points_measured = 0, points_predicted = 0;
+    int points_deferred = 0;  // layouts and sizes the model sees no win at: no rule, the rules after the table decide
     std::vector<std::string> notes;  // one line each: what the table decided and why, for the tuner's report
 };
 
@@ -54,9 +60,12 @@ std::vector<uint64_t> crossover_sizes(const model::MachineParams& params, Flavor
 // MPI_FLOAT elements): where the measurements themselves say the best choice changes.
 std::vector<uint64_t> measured_changes(const std::vector<Measurement>& measured, uint32_t nodes, uint32_t ppn);
 
-// The fitted parameters (the [model] keys of a tuned table) by name, and back; unknown names are ignored.
+// The fitted parameters (the [model] keys of a tuned table) by name, and back; unknown names and values that are not
+// positive and finite are ignored (the field keeps its default), and `found` (optional) gets the model::ParamBit of
+// every field read.
 std::vector<std::pair<std::string, double>> params_to_keys(const model::MachineParams& params);
-model::MachineParams params_from_keys(const std::vector<std::pair<std::string, double>>& keys);
+model::MachineParams params_from_keys(const std::vector<std::pair<std::string, double>>& keys,
+                                      unsigned* found = nullptr);
 
 Result build(const Request& request);
 

@@ -191,9 +191,17 @@ TEST_CASE("the built-in policy: the measured rules, per MPI", "[policy][default]
     }
     CHECK(o.decide(call(8, 2, 1, DtypeClass::integer, kernels::Op::max)).path == Path::native);
 
-    // One rank per node, or a single rank: the libraries' own.
-    CHECK(m.decide(call(4 << 20, 1, 2)).path == Path::native);
-    CHECK(o.decide(call(4 << 20, 1, 2)).path == Path::native);
+    // One rank per node on three or more nodes: segmented from 256 KiB (nothing to share on a node), the libraries'
+    // own below and on two nodes; a single rank: the library's own.
+    for (const Policy* p : {&m, &o}) {
+        const Decision big = p->decide(call(4 << 20, 1, 3));
+        CHECK(big.path == Path::pipelined);
+        CHECK(big.segment_bytes == 256u << 10);
+        CHECK(big.window == 8);
+        CHECK(p->decide(call(256 << 10, 1, 4)).path == Path::pipelined);
+        CHECK(p->decide(call((256 << 10) - 4, 1, 4)).path == Path::native);
+        CHECK(p->decide(call(4 << 20, 1, 2)).path == Path::native);
+    }
     CHECK(m.decide(call(4 << 20, 1, 1)).path == Path::native);
     CHECK(m.decide(call(0)).path == Path::native);
     int rules_in_file = 0;

@@ -25,14 +25,14 @@ tuned::Measurement at(uint64_t bytes, const Decision& d, double us, double sprea
     return m;
 }
 
-Decision decide(const std::string& toml, uint64_t bytes, uint32_t nodes = 1) {
+Decision decide(const std::string& toml, uint64_t bytes, uint32_t nodes = 1, uint32_t ppn = 4) {
     const LoadResult loaded = load_policy(arshim::Config(), &toml, "tuned.toml", "mpich");
     REQUIRE(loaded.problems.empty());
     CallFacts facts;
     facts.bytes = bytes;
-    facts.ppn = 4;
+    facts.ppn = ppn;
     facts.nodes = nodes;
-    facts.comm_size = 4 * nodes;
+    facts.comm_size = ppn * nodes;
     facts.dclass = DtypeClass::floating;
     return loaded.policy->decide(facts);
 }
@@ -82,4 +82,47 @@ TEST_CASE("tuned table: the model's parameters round-trip through [model] keys",
     CHECK(back.alpha == p.alpha);
     CHECK(back.net_bw == p.net_bw);
     CHECK(tuned::params_from_keys({{"alpha", -1.0}, {"unknown", 5.0}}).alpha == model::MachineParams{}.alpha);
+}
+
+TEST_CASE("tuned table: measured decisions carry to node counts near the measured ones, per ppn", "[tuned]") {
+    tuned::Request r;
+    r.max_bytes = 16 << 20;
+    r.predict_nodes = {1, 2, 3, 4, 8, 9, 64};
+    // Measured on 2 nodes x 4 and, from the same launch, on one rank per node (2 x 1). At 4 MiB: 2 leaders win at
+    // ppn 4, pipelined 256 KiB at ppn 1; at 1 KiB one leader at ppn 4, native at ppn 1 (pipelined not measured).
+    // Two ranks alone (2 x 1) carry nothing to more nodes: the model decides there, or the table has no rule.
+    auto across = [](tuned::Measurement m, uint32_t ppn) {
+        m.nodes = 2;
+        m.ppn = ppn;
+        return m;
+    };
+    r.measured = {across(at(1024, multileader(1, 1), 20, 1, 40, 1), 4),
+                  across(at(4 << 20, multileader(2, 1), 3000, 50, 6000, 50), 4),
+                  across(at(4 << 20, pipelined(256 << 10, 8), 4000, 50, 6000, 50), 4),
+                  across(at(4 << 20, pipelined(256 << 10, 8), 3500, 50, 6000, 50), 1),
+                  across(at(4 << 20, pipelined(1 << 20, 8), 5900, 50, 6000, 50), 1)};
+    const tuned::Result result = tuned::build(r);
+    INFO(result.toml);
+    REQUIRE(read_table(result.toml, "tuned").problems.empty());
+    for (uint32_t nodes : {2u, 3u, 4u, 8u}) {
+        INFO("nodes " << nodes);
+        const Decision ppn4 = decide(result.toml, 4 << 20, nodes, 4);
+        CHECK(ppn4.path == Path::multileader);
+        CHECK(ppn4.leaders == 2);
+        CHECK(decide(result.toml, 1024, nodes, 4).leaders == 1);
+    }
+    const Decision ppn1 = decide(result.toml, 4 << 20, 2, 1);
+    CHECK(ppn1.path == Path::pipelined);
+    CHECK(ppn1.segment_bytes == 256u << 10);
+    CHECK(decide(result.toml, 1024, 2, 1).path == Path::native);
+    // Not carried to 3 nodes x 1: native measured at 2 x 1 at 1 KiB would have been a rule; the model sees no win
+    // for a segmented path at 1 KiB, so no rule.
+    CHECK(decide(result.toml, 1024, 3, 1).rule < 0);
+    // Beyond 4x the measured node count the model decides (a rule exists, marked predicted); one node is never
+    // carried from several (no network there).
+    CHECK(decide(result.toml, 4 << 20, 64, 4).rule >= 0);
+    const std::size_t rule_64 = result.toml.find("nodes 64");
+    REQUIRE(rule_64 != std::string::npos);
+    CHECK(result.toml.find("evidence = \"predicted\"", rule_64) != std::string::npos);
+    CHECK(result.points_measured > 0);
 }

@@ -24,6 +24,10 @@ elif ! grep -q '^\[origin\]' "$tmp/tuned.toml" || ! grep -q '^\[model\]' "$tmp/t
      ! grep -q '^# measured [0-9]' "$tmp/tuned.toml" || ! grep -q "^flavor = \"$flavor\"" "$tmp/tuned.toml"; then
   say_fail "arshim tune: expected [origin] (flavor $flavor), [model] and measured rules" "$(cat "$tmp/tuned.toml")"
 elif ! grep -q "ETA" <<<"$out"; then say_fail "arshim tune: no progress output" "$out"
+elif ! grep -qE '^probed = ".*copy_bw=[0-9.e+]+ .*gamma=[0-9.e+]+ intra_latency=[0-9.e+-]+' "$tmp/tuned.toml" ||
+     ! grep -q "arshim tune: machine: memcpy" <<<"$out"; then
+  say_fail "arshim tune: expected the machine parameters measured directly (memcpy, reduction, latency on a node)" \
+    "$out"$'\n'"$(cat "$tmp/tuned.toml")"
 else echo "ok: arshim tune wrote a clean table: $(grep -c '^\[\[rule' "$tmp/tuned.toml") rules; $(grep -o 'model: .*' <<<"$out")"
 fi
 

@@ -250,7 +250,8 @@ def main():
                     best = (n, ratio)
                 records.append({"flavor": flavor, "np": args.np, "nodes": args.nodes, "config": n, "bytes": size,
                                 "median_us": round(t, 3), "speedup_vs_native": round(ratio, 4) if ratio else None,
-                                "rounds": len(vals), "lower_bound_us": round(bound, 3) if bound is not None else None})
+                                "rounds": len(vals), "lower_bound_us": round(bound, 3) if bound is not None else None,
+                                "round_us": ";".join(f"{v:.3f}" for v in vals)})
             line += f" {(best[0] + f' {best[1]:.2f}x') if best else '-':>18}"
             print(line)
     if args.csv:

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The goal benchmark of `arshim tune` (docs/tuning.md): tune on the emulated cluster with 2 hosts x 2 ranks, then
-# measure every path, native, the built-in table and the tuned table at other layouts (3 hosts x 2, 4 hosts x 1 by
-# default), interleaved rounds, medians; tables in OUTDIR.
+# measure every path, native, the built-in table and the tuned table at 3 and 4 hosts x 1 and 2 ranks, 4 B (one
+# float) to 64 MiB in steps of 8, interleaved rounds, medians; tables in OUTDIR and the score
+# (tools/bench/tune_goal_score.py) in OUTDIR/score.md.
 #
 #   bash tools/bench/bench_tune_goal.sh [OUTDIR]
 #
-# Environment: MPIS ("mpich openmpi"), LINKS ("1gbit"), LAYOUTS ("3x2 4x1"), MAX (16M), ROUNDS (3), BUDGET (tune
-# budget, 5m), RIG (rig name, tunegoal). Root only (network namespaces).
+# Environment: MPIS ("mpich openmpi"), LINKS ("1gbit"), LAYOUTS ("3x1 3x2 4x1 4x2"), MIN (4), MAX (64M), ROUNDS
+# (3), BUDGET (tune budget, 5m), RIG (rig name, tunegoal). Root only (network namespaces).
 set -euo pipefail
 HERE=$(dirname "$(realpath "${BASH_SOURCE[0]}")")
 SRC=$(realpath "$HERE/../..")
@@ -26,16 +27,16 @@ for link in ${LINKS:-1gbit}; do
     table=$OUT/tuned-$flavor-$link.toml
     note "tune $flavor $link on 2 hosts x 2"
     start=$(date +%s)
-    "$BUILD/tools/arshim" tune --out "$table" --budget "${BUDGET:-5m}" --max "${MAX:-16M}" --mpi "$flavor" \
+    "$BUILD/tools/arshim" tune --out "$table" --budget "${BUDGET:-5m}" --max "${MAX:-64M}" --mpi "$flavor" \
       --wrap "$CLUSTER wrap --ppn 2 --" -- "mpirun.$flavor" -n 4 2>>"$OUT/log.txt"
     note "tuned in $(( $(date +%s) - start )) s: $table"
-    for layout in ${LAYOUTS:-3x2 4x1}; do
+    for layout in ${LAYOUTS:-3x1 3x2 4x1 4x2}; do
       hosts=${layout%x*} ppn=${layout#*x} np=$(( ${layout%x*} * ${layout#*x} ))
-      configs=native,pipelined-256K,pipelined-1M,arshim-tune-off,arshim-tuned
-      (( ppn > 1 )) && configs=native,multileader-l1,multileader-l2,pipelined-256K,pipelined-1M,arshim-tune-off,arshim-tuned
+      configs=native,pipelined-64K,pipelined-256K,pipelined-1M,arshim-tune-off,arshim-tuned
+      (( ppn > 1 )) && configs=native,multileader-l1,multileader-l2,multileader-l2-k4,pipelined-64K,pipelined-256K,pipelined-1M,arshim-tune-off,arshim-tuned
       note "measure $flavor $link $layout"
       ARSHIM_BENCH_TUNED_POLICY=$table /usr/bin/python3 "$SRC/tools/allreduce_bench/bench_allreduce.py" \
-        --build-dir "$BUILD" --mpi "$flavor" --np "$np" --min 8 --max "${MAX:-16M}" --factor 8 \
+        --build-dir "$BUILD" --mpi "$flavor" --np "$np" --min "${MIN:-4}" --max "${MAX:-64M}" --factor 8 \
         --rounds "${ROUNDS:-3}" --budget 64M --wrap "$CLUSTER wrap --ppn $ppn --" --no-local-flags \
         --nodes "$hosts" --link-gbit "${link%gbit}" --configs "$configs" \
         --csv "$OUT/$flavor-$link-$layout.csv" >"$OUT/$flavor-$link-$layout.txt" 2>>"$OUT/log.txt"
@@ -43,4 +44,5 @@ for link in ${LINKS:-1gbit}; do
     done
   done
 done
+/usr/bin/python3 "$SRC/tools/bench/tune_goal_score.py" "$OUT" --arshim "$BUILD/tools/arshim" | tee "$OUT/score.md"
 note "done: $OUT"

@@ -42,6 +42,12 @@ tuned::Request read_request(const std::string& file) {
     r.max_bytes = j.value("max_bytes", r.max_bytes);
     r.predict_nodes = j.value("predict_nodes", std::vector<uint32_t>{});
     r.predict_ppn = j.value("predict_ppn", std::vector<uint32_t>{});
+    // Machine parameters the probe measured directly ({"name": value}, SI units), if any.
+    std::vector<std::pair<std::string, double>> probed;
+    const json params = j.value("params", json::object());
+    for (const auto& [key, value] : params.items())
+        if (value.is_number()) probed.emplace_back(key, value.get<double>());
+    r.probed_params = tuned::params_from_keys(probed, &r.probed);
     const json origin = j.value("origin", json::object());
     for (const auto& [key, value] : origin.items())
         r.origin.emplace_back(key, value.is_string() ? value.get<std::string>() : value.dump());

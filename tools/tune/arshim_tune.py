@@ -7,7 +7,9 @@ The launcher line is everything but the program: the tuner appends its measureme
 runs it once per candidate (a path and its parameters, forced with ARSHIM_PATH and friends) through `arshim run`,
 which preloads the library the way a job would. Each run times the candidate against the library's own allreduce,
 interleaved call by call, at every size of the run, until the medians are stable. Then:
-  1. a coarse sweep: every candidate at a few sizes from 8 B to --max;
+  1. a coarse sweep: every candidate at a few sizes from 8 B to --max, on every rank and, when the launch has
+     several nodes with several ranks each, also on one rank per node (the layout of a job with one rank per node,
+     measured from the same launch);
   2. the cost model is fitted to it (arshim-policy tune-table --crossovers) and the sizes where the model's ranking
      changes are measured, with the sizes of --from-stats, while the budget lasts;
   3. the table: each size bucket of the measured layout decided by measurement (a candidate only when its win is
@@ -150,8 +152,10 @@ class Tuner:
     def elapsed(self):
         return time.monotonic() - self.started
 
-    def run_probe(self, name, settings, sizes):
-        """One launch: the probe at `sizes` with the candidate's settings. Returns the layout and measurements."""
+    def run_probe(self, name, settings, sizes, shape="all", probe_args=None):
+        """One launch: the probe at `sizes` with the candidate's settings, on every rank or (shape one-per-node) on
+        one rank per node (or with `probe_args` instead). Returns the layout measured, the measurements and the
+        machine parameters printed."""
         flavor = self.state["flavor"]
         # This environment's ARSHIM_* settings are replaced by the candidate's (and no tuning, statistics or noise
         # of the shim's own); the launcher options come from `arshim run`'s own functions, so the ranks load the
@@ -161,8 +165,9 @@ class Tuner:
         os.environ.update({"ARSHIM_TUNE": "off", "ARSHIM_STATS_SUMMARY": "0", "ARSHIM_LOG": "warn"})
         os.environ.update(settings)
         path = settings.get("ARSHIM_PATH", "native")
-        command = self.args.command + [self.args.probe[flavor], "--sizes", ",".join(str(s) for s in sizes),
-                                       "--path", path, "--seconds", str(self.args.seconds_per_size)]
+        command = self.args.command + [self.args.probe[flavor]] + (probe_args or [
+            "--sizes", ",".join(str(s) for s in sizes), "--path", path, "--seconds", str(self.args.seconds_per_size),
+            "--shape", shape])
         try:
             library = self.launcher.find_library(flavor)
             if self.launcher.is_srun(command):
@@ -180,23 +185,28 @@ class Tuner:
         if p.returncode != 0:
             tail = (p.stderr or p.stdout).strip().splitlines()[-3:]
             raise TuneError(f"{name}: the run failed (exit {p.returncode}): {shlex.join(cmd)}\n  " + "\n  ".join(tail))
-        layout, rows = None, []
+        layout, rows, params = None, [], {}
         for line in p.stdout.splitlines():
             f = line.strip().split(",")
-            if f[0] == "layout" and len(f) == 4:
+            if f[0] == "param" and len(f) == 3:
+                value = float(f[2])
+                if math.isfinite(value) and value > 0:
+                    params[f[1]] = value
+            elif f[0] == "layout" and len(f) == 4:
                 layout = {"nodes": int(f[1]), "ppn": int(f[2]), "ranks": int(f[3])}
             elif f[0] == "size" and len(f) == 11:
                 rows.append({"bytes": int(f[1]), "reps": int(f[2]), "p25": float(f[3]), "median": float(f[4]),
                              "p75": float(f[5]), "native_p25": float(f[6]), "native": float(f[7]),
                              "native_p75": float(f[8]), "served": float(f[9]), "right": int(f[10])})
-        if layout is None:
+        if layout is None and probe_args is None:
             raise TuneError(f"{name}: the probe printed no layout: {shlex.join(cmd)}")
-        return layout, rows
+        return layout, rows, params
 
     def measure(self, jobs, phase):
-        """Runs (name, settings, decision, sizes) jobs in order while the budget lasts, with progress and ETA."""
-        for i, (name, settings, decision, sizes) in enumerate(jobs):
-            key = f"{phase}:{name}:{','.join(map(str, sizes))}"
+        """Runs (name, settings, decision, sizes, shape) jobs in order while the budget lasts, with progress and
+        ETA."""
+        for i, (name, settings, decision, sizes, shape) in enumerate(jobs):
+            key = f"{phase}:{name}:{','.join(map(str, sizes))}" + ("" if shape == "all" else f":{shape}")
             if key in self.state["runs_done"]:
                 continue
             mean = sum(self.run_seconds) / len(self.run_seconds) if self.run_seconds else 0
@@ -206,13 +216,12 @@ class Tuner:
                       f"{len(jobs) - i} {phase} runs left out", file=sys.stderr)
                 return False
             eta = mean * (len(jobs) - i)
-            print(f"arshim tune: [{phase} {i + 1}/{len(jobs)}, {self.elapsed():.0f} s, ETA {eta:.0f} s] {name} at "
-                  f"{len(sizes)} sizes", file=sys.stderr, flush=True)
+            where = "" if shape == "all" else f" on {shape}"
+            print(f"arshim tune: [{phase} {i + 1}/{len(jobs)}, {self.elapsed():.0f} s, ETA {eta:.0f} s] {name}{where} "
+                  f"at {len(sizes)} sizes", file=sys.stderr, flush=True)
             t0 = time.monotonic()
-            layout, rows = self.run_probe(name, settings, sizes)
+            layout, rows, _ = self.run_probe(name, settings, sizes, shape)
             self.run_seconds.append(time.monotonic() - t0)
-            if self.state["layout"] is None:
-                self.state["layout"] = layout
             for r in rows:
                 if r["right"] != 1:
                     raise TuneError(f"{name} at {r['bytes']} B returned a wrong result: not tuning on a broken path")
@@ -231,9 +240,11 @@ class Tuner:
     def request(self, extra=None):
         layout = self.state["layout"]
         nodes = layout["nodes"]
-        predict_nodes = sorted({n for n in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)} | {nodes})
+        # Every small node count (a job on 3, 5 or 6 nodes is common), then powers of two up to 512.
+        predict_nodes = sorted(set(range(1, 9)) | {16, 32, 64, 128, 256, 512} | {nodes})
         req = {"flavor": self.state["flavor"], "max_bytes": self.args.max, "predict_nodes": predict_nodes,
-               "predict_ppn": sorted({layout["ppn"], 1}), "measurements": self.state["measurements"]}
+               "predict_ppn": sorted({layout["ppn"], 1}), "measurements": self.state["measurements"],
+               "params": self.state.get("params") or {}}
         req.update(extra or {})
         path = self.args.out + ".samples.json"
         write_file(path, json.dumps(req))
@@ -248,36 +259,62 @@ class Tuner:
     def tune(self):
         # Phase 0: the layout (one short native run).
         if self.state["layout"] is None:
-            layout, _ = self.run_probe("layout", {"ARSHIM_PATH": "native"}, [8])
+            layout, _, _ = self.run_probe("layout", {"ARSHIM_PATH": "native"}, [8])
             self.state["layout"] = layout
             self.save()
         layout = self.state["layout"]
         print(f"arshim tune: {self.state['flavor']}, {layout['ranks']} ranks on {layout['nodes']} node(s) x "
               f"{layout['ppn']}; budget {self.args.budget:.0f} s", file=sys.stderr)
-        cands = candidates(layout["ppn"])
+        # The machine parameters measured directly (memcpy, the library's reduction, ping-pongs within and across
+        # nodes): the model's fit starts from them and stays near them (policy/model_fit.h ParamBit).
+        if not isinstance(self.state.get("params"), dict):
+            _, _, params = self.run_probe("params", {"ARSHIM_PATH": "native"}, [], probe_args=["--params"])
+            self.state["params"] = params
+            self.save()
+            shown = {"copy_bw": ("memcpy", 1e-9, "GB/s"), "gamma": ("reduction", 1e-9, "GB/s"),
+                     "intra_latency": ("latency on a node", 1e6, "us"), "alpha": ("latency across nodes", 1e6, "us"),
+                     "net_bw": ("bandwidth across nodes", 1e-6, "MB/s")}
+            print("arshim tune: machine: " + ", ".join(f"{label} {params[k] * scale:.3g} {unit}" for k, (
+                label, scale, unit) in shown.items() if k in params), file=sys.stderr)
+        # The shapes measured: every rank, and one rank per node when the launch has several of each (a job with
+        # one rank per node -- one per GPU, or hybrid MPI+threads -- decides differently: no node shared memory).
+        shapes = {"all": (layout["nodes"], layout["ppn"])}
+        if layout["nodes"] > 1 and layout["ppn"] > 1:
+            shapes["one-per-node"] = (layout["nodes"], 1)
+
+        def jobs_at(sizes_of):
+            out = []
+            for shape, (_, ppn) in shapes.items():
+                for (n, st, d, lo) in candidates(ppn):
+                    sizes = [s for s in sizes_of(shape) if s >= lo]
+                    if sizes:
+                        out.append((n, st, d, sizes, shape))
+            return out
+
         coarse = [s for s in SIZES_COARSE if s <= self.args.max]
-        jobs = [(n, st, d, [s for s in coarse if s >= lo]) for (n, st, d, lo) in cands]
-        jobs = [j for j in jobs if j[3]]
         # Phase 1 runs whole even past the budget: without it there is no table.
-        self.measure(jobs, "coarse")
-        # Phase 2: where the fitted model's ranking changes, and the user's own sizes.
+        self.measure(jobs_at(lambda shape: coarse), "coarse")
+        # Phase 2: where the fitted model's ranking changes, and the user's own sizes, per shape.
         p = self.policy_tool("--samples", self.request(), "--crossovers")
         fit = json.loads(p.stdout)
-        sizes = {c["bytes"] // 4 * 4 for c in fit["crossovers"] if 8 <= c["bytes"] <= self.args.max}
-        sizes |= set(self.stats_sizes())
-        sizes -= set(coarse)
-        if sizes:
-            ordered = sorted(sizes)
+        user_sizes = set(self.stats_sizes())
+        refine = {}
+        for shape, (nodes, ppn) in shapes.items():
+            sizes = {c["bytes"] // 4 * 4 for c in fit["crossovers"]
+                     if 8 <= c["bytes"] <= self.args.max and c["nodes"] == nodes and c["ppn"] == ppn}
+            refine[shape] = sorted((sizes | user_sizes) - set(coarse))
+        if any(refine.values()):
+            listed = "; ".join(f"{shape}: {' '.join(size_text(s) for s in sizes)}"
+                               for shape, sizes in refine.items() if sizes)
             print(f"arshim tune: model after the coarse sweep: median error {fit['median_error']:.0%}; measuring "
-                  f"{len(ordered)} more sizes where the model's or the measurements' ranking changes: "
-                  f"{' '.join(size_text(s) for s in ordered)}", file=sys.stderr)
-            jobs = [(n, st, d, [s for s in ordered if s >= lo]) for (n, st, d, lo) in cands]
-            self.measure([j for j in jobs if j[3]], "refine")
+                  f"the sizes where the model's or the measurements' ranking changes: {listed}", file=sys.stderr)
+            self.measure(jobs_at(lambda shape: refine[shape]), "refine")
         # The table.
         origin = {"made_by": "arshim tune", "flavor": self.state["flavor"],
                   "layout": f"{layout['nodes']} node(s) x {layout['ppn']}",
                   "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                  "command": "arshim tune -- " + shlex.join(self.args.command), "isa": cpu_isa()}
+                  "command": "arshim tune -- " + shlex.join(self.args.command), "isa": cpu_isa(),
+                  "probed": " ".join(f"{k}={v:.4g}" for k, v in sorted((self.state.get("params") or {}).items()))}
         p = self.policy_tool("--samples", self.request({"origin": origin}))
         for line in p.stderr.strip().splitlines():
             print(line, file=sys.stderr)

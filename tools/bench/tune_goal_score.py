@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Scores the `arshim tune` goal benchmark (tools/bench/bench_tune_goal.sh; docs/tuning.md): for each measured
+layout, how often the tuned table's choice (config arshim-tuned) and the built-in table's (arshim-tune-off) are
+within 10% of the best measured option (native or a forced path), how often they are more than 3% slower than
+native, and the tuned table's model's median prediction error at those points.
+
+  tune_goal_score.py OUTDIR [--arshim BUILD/tools/arshim]
+
+"Beyond the noise" counts a miss only when it exceeds the measured noise: the noise of a figure is half the range
+of its per-round medians without the slowest round (noise only adds time), and a miss must exceed the sum of the two
+figures' noises. Prints one Markdown table.
+"""
+import argparse
+import collections
+import csv
+import glob
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+TABLES = ("arshim-tuned", "arshim-tune-off")
+
+
+def noise(rounds):
+    kept = sorted(rounds)[:-1] if len(rounds) > 2 else sorted(rounds)
+    return (kept[-1] - kept[0]) / 2 if kept else 0.0
+
+
+def read_run(path):
+    """{bytes: {config: (median_us, noise_us)}} and (flavor, np, nodes) of one CSV."""
+    points = collections.defaultdict(dict)
+    meta = None
+    with open(path) as f:
+        for r in csv.DictReader(f):
+            rounds = [float(x) for x in r.get("round_us", "").split(";") if x]
+            points[int(r["bytes"])][r["config"]] = (float(r["median_us"]), noise(rounds))
+            meta = (r["flavor"], int(r["np"]), int(r["nodes"]))
+    return meta, points
+
+
+PREDICTION = re.compile(r"^\s+(native|multileader leaders=(\d+) pipeline_k=1|pipelined segment_bytes=(\w+) window=8)"
+                        r"\s.*?([0-9.]+) us$")
+
+
+def predictions(arshim, table, flavor, nbytes, ppn, nodes):
+    """The table's model's predicted time of each benchmark config at one point (`arshim policy explain`)."""
+    p = subprocess.run([arshim, "policy", "explain", "--policy", table, "--bytes", str(nbytes), "--ppn", str(ppn),
+                        "--nodes", str(nodes), "--mpi", flavor], capture_output=True, text=True)
+    out = {}
+    for line in p.stdout.splitlines():
+        m = PREDICTION.match(line)
+        if not m:
+            continue
+        name = "native" if m.group(1) == "native" else \
+            f"multileader-l{m.group(2)}" if m.group(2) else f"pipelined-{m.group(3)}"
+        out[name] = float(m.group(4))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("outdir")
+    ap.add_argument("--arshim", help="the arshim command, for the model's predictions (tuned tables with [model])")
+    args = ap.parse_args()
+    rows = []
+    totals = collections.Counter()
+    for path in sorted(glob.glob(os.path.join(args.outdir, "*-*-*x*.csv"))):
+        name = os.path.basename(path)[:-4]
+        (flavor, np_, nodes), points = read_run(path)
+        link = name.split("-")[1]
+        table = os.path.join(args.outdir, f"tuned-{flavor}-{link}.toml")
+        c = collections.Counter()
+        errors = []
+        for nbytes, configs in sorted(points.items()):
+            if not all(t in configs for t in TABLES) or "native" not in configs:
+                continue
+            options = {k: v for k, v in configs.items() if k not in TABLES and k != "native-control"}
+            best_name = min(options, key=lambda k: options[k][0])
+            best, best_noise = options[best_name]
+            native, native_noise = configs["native"]
+            c["points"] += 1
+            for t in TABLES:
+                time_us, time_noise = configs[t]
+                c[f"{t} within"] += time_us <= 1.10 * best
+                c[f"{t} within noise"] += time_us - 1.10 * best <= time_noise + best_noise
+                c[f"{t} slow"] += time_us > 1.03 * native
+                c[f"{t} slow noise"] += time_us - 1.03 * native > time_noise + native_noise
+            if args.arshim and os.path.exists(table):
+                predicted = predictions(args.arshim, table, flavor, nbytes, np_ // nodes, nodes)
+                for k, (measured, _) in options.items():
+                    if k in predicted and measured > 0:
+                        errors.append(abs(predicted[k] - measured) / measured)
+        err = f"{100 * statistics.median(errors):.0f}%" if errors else "-"
+        rows.append((name, c, err))
+        totals.update(c)
+    print("| run | points | tuned within 10% of best (beyond noise) | built-in within 10% (beyond noise) | "
+          "tuned >3% slower than native (beyond noise) | built-in >3% slower (beyond noise) | model median error |")
+    print("|---|---|---|---|---|---|---|")
+    for name, c, err in rows + [("all", totals, "")]:
+        print(f"| {name} | {c['points']} | {c['arshim-tuned within']} ({c['arshim-tuned within noise']}) | "
+              f"{c['arshim-tune-off within']} ({c['arshim-tune-off within noise']}) | {c['arshim-tuned slow']} "
+              f"({c['arshim-tuned slow noise']}) | {c['arshim-tune-off slow']} ({c['arshim-tune-off slow noise']}) | "
+              f"{err} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
