@@ -6,6 +6,7 @@
 text: every table, every row, sorted; --top; --sort; comparing two runs; schema validation (and its failures);
 a log with sampled times (ARSHIM_STATS_SAMPLE) against one where every call was timed; errors. --plot: PNG, SVG and HTML output (exit 77 = skipped when matplotlib is missing).
 """
+import importlib.util
 import json
 import os
 import re
@@ -142,7 +143,7 @@ def sampled_checks(tool, data):
     errors = {r["path"]: r["time_s_error"] for r in doc["paths"]}
     for row in paths:
         cells = re.split(r"\s{2,}", row.strip())
-        check(cells[5] == dur_text(errors[cells[0]]), f"{cells[0]}: +-time {cells[5]} is the log's time_s_error")
+        check(cells[5] == dur_text(tool, errors[cells[0]]), f"{cells[0]}: +-time {cells[5]} is the log's time_s_error")
     check("Call sites (depth 1; merged across ranks by symbol; recorded on timed calls: calls, bytes and time "
           "estimated)" in out.splitlines(), "call-site table says its counts are estimated")
     rows = table_rows(out, ROWS_TITLE) or []
@@ -155,15 +156,12 @@ def sampled_checks(tool, data):
     check(rc == 0 and "times sampled 1 in 4)" in out, "comparison says which run's times were sampled")
 
 
-def dur_text(seconds):
-    """The report's duration format (arshim_report.dur)."""
-    if seconds == 0:
-        return "0"
-    if seconds < 1e-3:
-        return f"{seconds * 1e6:.1f} us"
-    if seconds < 1:
-        return f"{seconds * 1e3:.2f} ms"
-    return f"{seconds:.2f} s"
+def dur_text(tool, seconds):
+    """The report's own duration format (arshim_report.dur), from the tool under test."""
+    spec = importlib.util.spec_from_file_location("arshim_report", tool)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.dur(seconds)
 
 
 def plot_checks(tool, data):
