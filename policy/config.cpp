@@ -87,6 +87,9 @@ const std::array<OptionSpec, kOptionCount> kOptions = {{
     {OptionId::stats_python, "ARSHIM_STATS_PYTHON", OptionType::flag, "1", nullptr, 0, 1,
      "Calls made through mpi4py: the call site is the Python caller (function, file:line; the GIL is taken for it); "
      "0 records mpi4py's extension module instead."},
+    {OptionId::stats_sample, "ARSHIM_STATS_SAMPLE", OptionType::integer, "64", nullptr, 1, 65536,
+     "Time one call in N per statistics row, after each row's first 8 calls; every call is still counted (calls and "
+     "bytes exact, times estimated from the timed calls, with their error). 1 times every call."},
     {OptionId::stats_per_rank, "ARSHIM_STATS_PER_RANK", OptionType::flag, "0", nullptr, 0, 1,
      "Also write one statistics file per rank."},
     {OptionId::stats_follow_symlinks, "ARSHIM_STATS_FOLLOW_SYMLINKS", OptionType::flag, "0", nullptr, 0, 1,

@@ -43,6 +43,7 @@ enum class OptionId : uint8_t {
     stats_callsites,
     stats_depth,
     stats_python,
+    stats_sample,
     stats_per_rank,
     stats_follow_symlinks,
     init_timeout,

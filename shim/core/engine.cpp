@@ -248,8 +248,9 @@ void remember(LastNative& last, const CallArgs& args, const Routed& routed, stat
         int rc = MPI_SUCCESS;
         if (!argcheck::agree(args, &rc)) return rc;
     }
-    // Statistics: per-path and per-reason counts always (the query API); the clock pair (TSC) only when a log or
-    // summary will report times, and the call site only when a log will list it; nothing when paused.
+    // Statistics: per-path and per-reason counts always (the query API); when a log or summary will report times,
+    // the clock pair (TSC) on the calls whose turn it is (ARSHIM_STATS_SAMPLE), and their call site when a log will
+    // list it; nothing when paused.
     const uint8_t flags = stats::g_flags.load(std::memory_order_relaxed);
     LastNative& last = t_last;
     if (!(flags & stats::kCollect)) {
@@ -261,50 +262,66 @@ void remember(LastNative& last, const CallArgs& args, const Routed& routed, stat
         return routed.rc;
     }
     const bool timed = flags & stats::kTimed;
-    // The timed replay (an untimed one took the fast path in allreduce()): same communicator, predefined datatype
-    // and op, and size bucket as this thread's last native call, so same route and row, no classification.
+    // The timed replay (an untimed one, or one whose turn to be timed has not come, took the fast path in
+    // allreduce() unless every call must be classified): same communicator, predefined datatype and op, and size
+    // bucket as this thread's last native call, so same route and row, no classification.
     if (timed && last.cell != nullptr && replays(last, args)) {
+        stats::Cell& cell = *last.cell;
+        const uint64_t bytes = static_cast<uint64_t>(args.count) * last.memo.element_size;
+        stats::ThreadCounters& counters = stats::local();
+        if (last.reason != vocab::kServed) ++counters.reasons[static_cast<std::size_t>(last.reason)];
+        if (!cell.due()) {
+            cell.pass(bytes, true);
+            return run_native(args);
+        }
         const uint64_t replay_start = stats::ticks();
         const int rc = run_native(args);
         const auto elapsed = static_cast<double>(stats::ticks() - replay_start);
-        const uint64_t bytes = static_cast<uint64_t>(args.count) * last.memo.element_size;
-        last.cell->add(bytes, elapsed);
-        stats::ThreadCounters& counters = stats::local();
-        if (flags & stats::kCallsites) callsites::record(counters, args.caller, bytes, elapsed);
-        if (last.reason != vocab::kServed) ++counters.reasons[static_cast<std::size_t>(last.reason)];
+        const uint64_t weight = cell.sample(bytes, elapsed);
+        if (flags & stats::kCallsites) callsites::record(counters, args.caller, {bytes, elapsed, weight});
         return rc;
     }
+    // A classified call is timed whenever times are wanted: its row, and so whether it is the row's turn, is known
+    // only once it has been routed (a new row's first calls are timed anyway). The time of a call whose turn it is
+    // not is dropped.
     const uint64_t start = timed ? stats::ticks() : 0;
     const Routed routed = route_call(args);
     const auto elapsed = timed ? static_cast<double>(stats::ticks() - start) : 0.0;  // ticks, seconds at finalize
     stats::ThreadCounters& counters = stats::local();
-    stats::Cell* cell = stats::record(counters, {routed.comm_id, routed.bytes, elapsed,
-                                                 {routed.path, routed.bucket, routed.dtype, routed.op, routed.reason,
-                                                  routed.sharp}});
-    if (flags & stats::kCallsites) callsites::record(counters, args.caller, routed.bytes, elapsed);
-    if (routed.path == policy::Path::native && routed.replayable && cell != nullptr)
-        remember(last, args, routed, cell);
+    const stats::Recorded recorded =
+        stats::record(counters, {routed.comm_id, routed.bytes, elapsed,
+                                 {routed.path, routed.bucket, routed.dtype, routed.op, routed.reason, routed.sharp},
+                                 timed});
+    if ((flags & stats::kCallsites) && recorded.weight > 0)
+        callsites::record(counters, args.caller, {routed.bytes, elapsed, recorded.weight});
+    if (routed.path == policy::Path::native && routed.replayable && recorded.cell != nullptr)
+        remember(last, args, routed, recorded.cell);
     return routed.rc;
 }
 
 }  // namespace
 
 int allreduce(const CallArgs& args) {
-    // Fast path, kept small so that a native-routed call pays only for it: counters only (no log, summary or
-    // pause; call sites imply timing), not re-entrant, and the same communicator, datatype, op and size bucket as
-    // this thread's last counted native call. `last.cell` is set only after the runtime was ready and not disabled.
+    // Fast path, kept small so that a native-routed call pays only for it: counted, not paused, not re-entrant, not
+    // timed (no log or summary wants times, or it is not this row's turn: ARSHIM_STATS_SAMPLE), and the same
+    // communicator, datatype, op and size bucket as this thread's last counted native call. `last.cell` is set only
+    // after the runtime was ready and not disabled.
     LastNative& last = t_last;
-    if (stats::g_flags.load(std::memory_order_relaxed) == stats::kCollect && !ReentryGuard::active() &&
+    const uint8_t flags = stats::g_flags.load(std::memory_order_relaxed);
+    if ((flags & ~(stats::kTimed | stats::kCallsites)) == stats::kCollect && !ReentryGuard::active() &&
         last.cell != nullptr && replays(last, args)) {
-        int rc;
-        {
-            ReentryGuard guard;
-            rc = run_native(args);
+        stats::Cell& cell = *last.cell;
+        const bool timed = flags & stats::kTimed;
+        if (!timed || !cell.due()) {
+            int rc;
+            {
+                ReentryGuard guard;
+                rc = run_native(args);
+            }
+            cell.pass(static_cast<uint64_t>(args.count) * last.memo.element_size, timed);
+            if (last.reason != vocab::kServed) ++stats::local().reasons[static_cast<std::size_t>(last.reason)];
+            return rc;
         }
-        ++last.cell->calls;
-        last.cell->bytes += static_cast<uint64_t>(args.count) * last.memo.element_size;
-        if (last.reason != vocab::kServed) ++stats::local().reasons[static_cast<std::size_t>(last.reason)];
-        return rc;
     }
     return allreduce_classified(args);
 }

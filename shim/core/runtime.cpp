@@ -129,7 +129,8 @@ void install_finalize_hook() {
 }
 
 // Statistics switches and tools, once, before the first call: time calls only when a log or summary reports
-// times, capture call sites only when a log lists them (docs/stats.md "Overhead").
+// times (one in ARSHIM_STATS_SAMPLE per row), capture call sites only when a log lists them (docs/stats.md
+// "Overhead").
 void start_statistics(const Runtime& rt) {
     stats::start_clock();
     const bool file = !rt.config.text(OptionId::stats).empty();
@@ -138,6 +139,8 @@ void start_statistics(const Runtime& rt) {
         callsites::warm_up(rt.config.number(OptionId::stats_depth), sites && rt.config.flag(OptionId::stats_python));
     if (!no_python.empty() && rt.world_rank == 0)
         log::info("mpi4py call sites name mpi4py's module, not Python lines: {}", no_python);
+    stats::g_sample_period.store(static_cast<uint32_t>(rt.config.number(OptionId::stats_sample)),
+                                 std::memory_order_relaxed);
     stats::set_timed(file || stats::summary_wanted(rt));
     stats::set_callsites(sites);
 }

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "arshim_config.h"
+#include "policy/config.h"
 #include "shim/entry/export.h"
 #include "shim/sharp/counters.h"
 #include "shim/stats/counters.h"
@@ -42,6 +43,16 @@ ARSHIM_EXPORT int arshim_stats_set_callsites(int on) {
     const bool was = arshim::stats::g_flags.load(std::memory_order_relaxed) & arshim::stats::kCallsites;
     arshim::stats::set_callsites(on != 0);
     return was ? 1 : 0;
+}
+
+// Sets the sampling period of call timing (ARSHIM_STATS_SAMPLE: one call in `n` per statistics row is timed, after
+// each row's first calls) at run time, for benchmarks that compare periods in one run; returns the previous period,
+// or -1 (and changes nothing) when `n` is outside the setting's range. A row's countdown already running finishes
+// first.
+ARSHIM_EXPORT int arshim_stats_set_sample(int n) {
+    const arshim::OptionSpec& spec = arshim::option_spec(arshim::OptionId::stats_sample);
+    if (n < spec.min || n > spec.max) return -1;
+    return static_cast<int>(arshim::stats::g_sample_period.exchange(static_cast<uint32_t>(n), std::memory_order_relaxed));
 }
 
 // SHARP path counters of this process: "llt", "sat", "host" (calls, by how they completed), the host_* reasons,

@@ -194,19 +194,19 @@ std::string warm_up(int64_t depth, bool python_frames) {
     return why;
 }
 
-void record_python(stats::ThreadCounters& t, uintptr_t pc, uint64_t bytes, double ticks) {
+void record_python(stats::ThreadCounters& t, uintptr_t pc, const stats::Sample& sample) {
     if (g_python_frames) {
         python::Capture capture;  // holds the GIL until the site is recorded (and registered if new)
         uintptr_t words[stats::kMaxDepth];
         if (const uint32_t n = capture.frames(words, g_depth)) {
-            add_site(t, words, n, true, bytes, ticks, [&] { capture.register_frames(words, n); });
+            add_site(t, words, n, true, sample, [&] { capture.register_frames(words, n); });
             return;
         }
     }
-    add_site(t, &pc, 1, bytes, ticks);  // mpi4py's module frame
+    add_site(t, &pc, 1, sample);  // mpi4py's module frame
 }
 
-void record_walk(stats::ThreadCounters& t, uintptr_t caller, uint64_t bytes, double ticks) {
+void record_walk(stats::ThreadCounters& t, uintptr_t caller, const stats::Sample& sample) {
     constexpr int kMaxWalk = 24 + static_cast<int>(stats::kMaxDepth);
     void* stack[kMaxWalk];
     const int limit = std::min(kMaxWalk, 8 + static_cast<int>(g_depth) + 8);
@@ -218,14 +218,14 @@ void record_walk(stats::ThreadCounters& t, uintptr_t caller, uint64_t bytes, dou
            !in(g_python_binding, reinterpret_cast<uintptr_t>(stack[i])))
         ++i;
     if (i < n && in(g_python_binding, reinterpret_cast<uintptr_t>(stack[i]))) {
-        record_python(t, reinterpret_cast<uintptr_t>(stack[i]), bytes, ticks);  // above it: the interpreter
+        record_python(t, reinterpret_cast<uintptr_t>(stack[i]), sample);  // above it: the interpreter
         return;
     }
     uintptr_t frames[stats::kMaxDepth];
     uint32_t depth = 0;
     for (; i < n && depth < g_depth; ++i) frames[depth++] = reinterpret_cast<uintptr_t>(stack[i]);
     if (depth == 0) frames[depth++] = caller;  // the stack could not be walked: the immediate caller
-    add_site(t, frames, depth, bytes, ticks);
+    add_site(t, frames, depth, sample);
 }
 
 std::vector<LocalSite> collect(stats::Cell* overflow) {
@@ -234,13 +234,9 @@ std::vector<LocalSite> collect(stats::Cell* overflow) {
     std::map<std::pair<bool, std::vector<uintptr_t>>, stats::Cell> by_address;
     stats::for_each_thread([&](const stats::ThreadCounters& t) {
         overflow->merge(t.sites_overflow);
-        t.sites.for_each([&](const stats::SiteKey& site, const stats::Cell& calls) {
-            if (calls.calls == 0) return;
-            stats::Cell& cell =
-                by_address[{site.python, std::vector<uintptr_t>(site.frames, site.frames + site.depth)}];
-            cell.calls += calls.calls;
-            cell.bytes += calls.bytes;
-            cell.seconds += calls.seconds;
+        t.sites.for_each([&](const stats::SiteKey& site, const stats::Cell& cell) {
+            if (cell.calls == 0) return;
+            by_address[{site.python, std::vector<uintptr_t>(site.frames, site.frames + site.depth)}].merge(cell);
         });
     });
     std::vector<LocalSite> sites;
@@ -259,10 +255,7 @@ std::vector<LocalSite> collect(stats::Cell* overflow) {
         std::string key = merge_key(frames);
         auto [it, fresh] = by_key.emplace(key, sites.size());
         if (fresh) sites.push_back({addresses, std::move(frames), std::move(key), {}});
-        stats::Cell& into = sites[it->second].cell;
-        into.calls += cell.calls;
-        into.bytes += cell.bytes;
-        into.seconds += cell.seconds;
+        sites[it->second].cell.merge(cell);
     }
     return sites;
 }

@@ -52,8 +52,8 @@ inline uint64_t hash_frames(const uintptr_t* frames, uint32_t depth, bool python
 
 // `on_new()` runs when this thread records the site for the first time (Python frames are registered then).
 template <typename OnNew>
-void add_site(stats::ThreadCounters& t, const uintptr_t* frames, uint32_t depth, bool python, uint64_t bytes,
-              double ticks, OnNew&& on_new) {
+void add_site(stats::ThreadCounters& t, const uintptr_t* frames, uint32_t depth, bool python,
+              const stats::Sample& sample, OnNew&& on_new) {
     const uint64_t h = hash_frames(frames, depth, python);
     auto same = [&](const stats::SiteKey& k) {
         if (k.hash != h || k.depth != depth || k.python != python) return false;
@@ -69,32 +69,33 @@ void add_site(stats::ThreadCounters& t, const uintptr_t* frames, uint32_t depth,
         on_new();
     };
     if (stats::Cell* cell = t.sites.find_or_emplace(h, same, init))
-        cell->add(bytes, ticks);
+        cell->add(sample);
     else
-        t.sites_overflow.add(bytes, ticks);
+        t.sites_overflow.add(sample);
 }
-inline void add_site(stats::ThreadCounters& t, const uintptr_t* frames, uint32_t depth, uint64_t bytes,
-                     double ticks) {
-    add_site(t, frames, depth, false, bytes, ticks, [] {});
+inline void add_site(stats::ThreadCounters& t, const uintptr_t* frames, uint32_t depth, const stats::Sample& sample) {
+    add_site(t, frames, depth, false, sample, [] {});
 }
 
 // Walks the stack (libunwind) past ARShim's and the binding layers' frames; out of line.
-void record_walk(stats::ThreadCounters& t, uintptr_t caller, uint64_t bytes, double ticks);
+void record_walk(stats::ThreadCounters& t, uintptr_t caller, const stats::Sample& sample);
 // A call whose C caller is mpi4py's module at `pc`: its Python frames, or that frame (python_frames.h).
-void record_python(stats::ThreadCounters& t, uintptr_t pc, uint64_t bytes, double ticks);
+void record_python(stats::ThreadCounters& t, uintptr_t pc, const stats::Sample& sample);
 
-// `caller`: the return address the entry point saw (CallArgs::caller).
-inline void record(stats::ThreadCounters& t, const void* caller, uint64_t bytes, double ticks) {
+// A timed call's site (only timed calls record one: the sample stands for `sample.weight` calls, so a site's calls
+// and bytes are estimated unless every call is timed). `caller`: the return address the entry point saw
+// (CallArgs::caller).
+inline void record(stats::ThreadCounters& t, const void* caller, const stats::Sample& sample) {
     const auto pc = reinterpret_cast<uintptr_t>(caller);
     if (g_depth == 1 && !is_binding(pc)) {
-        add_site(t, &pc, 1, bytes, ticks);
+        add_site(t, &pc, 1, sample);
         return;
     }
     if (in(g_python_binding, pc)) {
-        record_python(t, pc, bytes, ticks);
+        record_python(t, pc, sample);
         return;
     }
-    record_walk(t, pc, bytes, ticks);
+    record_walk(t, pc, sample);
 }
 
 // --- finalize ---

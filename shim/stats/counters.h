@@ -9,6 +9,7 @@
 // (shim/stats/callsites.h).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -88,35 +89,134 @@ inline RowKey unpack(uint32_t p) {
             static_cast<SharpRun>(field(p, kSharpShift, kSharpBits))};
 }
 
-// In the thread tables the time fields hold clock ticks (ticks()); finalize scales them to seconds.
+// Sampled timing (ARSHIM_STATS_SAMPLE=N, docs/stats.md "Sampled times"): every call is counted (calls and bytes are
+// exact), but only some are timed. A cell times its first kFirstTimed calls, each standing for itself, then one call
+// in N, standing for the N calls since the previous timed one. The choice is a per-cell countdown (`skip`): no
+// clock, no random number, no allocation on the calls in between. Set once at init (shim/core/runtime.cpp).
+constexpr uint64_t kFirstTimed = 8;
+inline std::atomic<uint32_t> g_sample_period{64};  // relaxed: read on timed calls only
+
+// One timed call: its bytes, its time (clock ticks) and how many calls it stands for (its weight).
+struct Sample {
+    uint64_t bytes = 0;
+    double ticks = 0;
+    uint64_t weight = 1;
+};
+
+// A table cell. In the thread tables the time fields hold clock ticks (ticks()) of the timed calls, in two strata:
+// the calls timed for themselves alone (weight 1: a row's first calls, or every call when N = 1), whose time is
+// exact, and the sampled ones (weight > 1), which stand for all the other calls. estimated() turns them into the
+// estimated total in seconds and its variance, which merge() then adds (over threads, rows and ranks). Call-site
+// cells are filled from timed calls only (add()): their calls and bytes are the samples' weights, so estimated
+// unless every call is timed.
 struct Cell {
     uint64_t calls = 0;
     uint64_t bytes = 0;
-    double seconds = 0;
-    double min_seconds = 0;
+    uint32_t skip = 0;           // calls to count before the next timed one (thread tables)
+    uint64_t samples = 0;        // timed calls
+    uint64_t exact = 0;          // ... of which stand for themselves alone
+    double exact_seconds = 0;    // their time (sum), and sum of squares
+    double exact_sq = 0;
+    double sampled_seconds = 0;  // time of the others (sum, unweighted), and sum of squares
+    double sampled_sq = 0;
+    double seconds = 0;          // after estimated(): the estimated total time
+    double variance = 0;         // after estimated(): of `seconds` (s^2); adds up over cells
+    double min_seconds = 0;      // fastest and slowest timed call
     double max_seconds = 0;
 
-    void add(uint64_t b, double s) {
-        if (calls == 0 || s < min_seconds) min_seconds = s;
-        if (s > max_seconds) max_seconds = s;
+    // A call that is not timed (its turn has not come, or no log wants times).
+    void count(uint64_t b) {
         ++calls;
         bytes += b;
-        seconds += s;
     }
-    Cell scaled(double factor) const {
-        Cell c = *this;
-        c.seconds *= factor;
-        c.min_seconds *= factor;
-        c.max_seconds *= factor;
-        return c;
+    // Whether this cell's next call is to be timed.
+    bool due() const { return skip == 0; }
+    // A call counted without its time: no time is wanted (`timed` false), or it is not its turn (then not due()).
+    void pass(uint64_t b, bool timed) {
+        count(b);
+        skip -= timed ? 1 : 0;
+    }
+    // A timed call of a row: counted, its time added in its stratum; the countdown restarts. Returns its weight.
+    uint64_t sample(uint64_t b, double t) {
+        const uint32_t period = g_sample_period.load(std::memory_order_relaxed);
+        const uint64_t w = samples < kFirstTimed ? 1 : period;
+        count(b);
+        add_time(t, w);
+        skip = samples < kFirstTimed ? 0 : period - 1;
+        return w;
+    }
+    // A sample standing for `weight` calls (call sites: recorded on timed calls only).
+    void add(const Sample& s) {
+        calls += s.weight;
+        bytes += s.weight * s.bytes;
+        add_time(s.ticks, s.weight);
+    }
+    // The estimated total time in seconds (`scale` converts ticks): the exact calls' own time plus the mean of the
+    // sampled ones times the calls they stand for, i.e. every other call (the exact calls' mean when none was
+    // sampled yet). Its variance is that of a mean of n sampled calls out of the rest, times the rest squared
+    // (finite-population corrected; 0 when every call was timed).
+    Cell estimated(double scale) const {
+        Cell e;
+        e.calls = calls;
+        e.bytes = bytes;
+        e.samples = samples;
+        e.exact = exact;
+        if (samples == 0) return e;
+        e.min_seconds = min_seconds * scale;
+        e.max_seconds = max_seconds * scale;
+        const uint64_t sampled = samples - exact;
+        const double rest = static_cast<double>(calls - exact);
+        double mean = 0, spread = 0, n = 0;  // of the calls that stand for the rest, in ticks
+        if (sampled > 0) {
+            n = static_cast<double>(sampled);
+            mean = sampled_seconds / n;
+            spread = sampled > 1 ? spread_of(n, sampled_seconds, sampled_sq)
+                                 : spread_of(static_cast<double>(samples), exact_seconds + sampled_seconds,
+                                             exact_sq + sampled_sq);  // one sample: the spread of all of them
+        } else {
+            n = static_cast<double>(exact);
+            mean = exact_seconds / n;
+            spread = spread_of(n, exact_seconds, exact_sq);
+        }
+        e.seconds = (exact_seconds + mean * rest) * scale;
+        const double unsampled = rest > 0 ? std::max(0.0, 1 - (sampled > 0 ? n / rest : 0.0)) : 0.0;
+        e.variance = rest * rest * spread / n * unsampled * scale * scale;
+        return e;
     }
     void merge(const Cell& o) {
-        if (o.calls == 0) return;
-        if (calls == 0 || o.min_seconds < min_seconds) min_seconds = o.min_seconds;
-        if (o.max_seconds > max_seconds) max_seconds = o.max_seconds;
+        if (o.samples > 0) {
+            if (samples == 0 || o.min_seconds < min_seconds) min_seconds = o.min_seconds;
+            if (samples == 0 || o.max_seconds > max_seconds) max_seconds = o.max_seconds;
+        }
         calls += o.calls;
         bytes += o.bytes;
+        samples += o.samples;
+        exact += o.exact;
+        exact_seconds += o.exact_seconds;
+        exact_sq += o.exact_sq;
+        sampled_seconds += o.sampled_seconds;
+        sampled_sq += o.sampled_sq;
         seconds += o.seconds;
+        variance += o.variance;
+    }
+
+private:
+    void add_time(double t, uint64_t w) {
+        if (samples == 0 || t < min_seconds) min_seconds = t;
+        if (samples == 0 || t > max_seconds) max_seconds = t;
+        ++samples;
+        if (w == 1) {
+            ++exact;
+            exact_seconds += t;
+            exact_sq += t * t;
+        } else {
+            sampled_seconds += t;
+            sampled_sq += t * t;
+        }
+    }
+    // Sample variance of n values from their sum and sum of squares (0 for fewer than two).
+    static double spread_of(double n, double sum, double sq) {
+        return n > 1 ? std::max(0.0, (sq - sum * sum / n) / (n - 1)) : 0.0;
     }
 };
 
@@ -149,7 +249,7 @@ struct SiteKey {
 };
 constexpr std::size_t kSiteSlots = 256;  // per thread
 constexpr std::size_t kSiteProbes = 16;
-using SiteTable = FixedTable<SiteKey, Cell, kSiteSlots, kSiteProbes>;  // sites keep no per-call extremes
+using SiteTable = FixedTable<SiteKey, Cell, kSiteSlots, kSiteProbes>;  // filled from timed calls only (Cell::add)
 
 struct ThreadCounters {
     RowTable rows;
@@ -188,7 +288,8 @@ double seconds_per_tick();  // at finalize
 // Collection switches: MPI_Pcontrol(0/1) (kCollect); whether calls are timed (kTimed: a log or a summary will
 // report times) and their call sites captured (kCallsites: a log will list them), both set once at init (configure)
 // from ARSHIM_STATS / ARSHIM_STATS_SUMMARY / ARSHIM_STATS_CALLSITES. Without them a call costs a row update only: the
-// shim's own price on the native route stays a few nanoseconds (docs/stats.md "Overhead").
+// shim's own price on the native route stays a few nanoseconds (docs/stats.md "Overhead"). With them, only the calls
+// whose turn it is (Cell::due, ARSHIM_STATS_SAMPLE) read the clock and record their call site.
 constexpr uint8_t kCollect = 1;
 constexpr uint8_t kCallsites = 2;
 constexpr uint8_t kTimed = 4;
@@ -207,19 +308,31 @@ struct Call {
     uint64_t bytes;
     double ticks;  // ticks() difference
     RowKey key;
+    bool timed = true;  // `ticks` was measured (a log or summary wants times)
 };
 
-// Records one call; returns its cell (nullptr when it went to the overflow cells).
-inline Cell* record(ThreadCounters& t, const Call& call) {
+// Where a call was recorded: its cell (nullptr when it went to the overflow cells), and when its time was used (its
+// cell's turn to be timed), the calls it stands for (0: counted only).
+struct Recorded {
+    Cell* cell = nullptr;
+    uint64_t weight = 0;
+};
+
+// Counts a call in `cell`, timed when it is the cell's turn (sampling, above) and a time was taken.
+inline uint64_t count_or_sample(Cell& cell, uint64_t bytes, double ticks, bool timed) {
+    if (timed && cell.due()) return cell.sample(bytes, ticks);
+    cell.pass(bytes, timed);
+    return 0;
+}
+
+// Records one call.
+inline Recorded record(ThreadCounters& t, const Call& call) {
     const RowId id{call.comm, pack(call.key)};
     if (call.key.reason != kServed) ++t.reasons[static_cast<std::size_t>(call.key.reason)];
-    if (Cell* cell = t.rows.find_or_insert(id, id.hash())) {
-        cell->add(call.bytes, call.ticks);
-        return cell;
-    }
+    if (Cell* cell = t.rows.find_or_insert(id, id.hash())) return {cell, count_or_sample(*cell, call.bytes, call.ticks, call.timed)};
     ++t.overflow_calls;
-    t.overflow[static_cast<std::size_t>(call.key.path)][call.key.bucket].add(call.bytes, call.ticks);
-    return nullptr;
+    Cell& overflow = t.overflow[static_cast<std::size_t>(call.key.path)][call.key.bucket];
+    return {nullptr, count_or_sample(overflow, call.bytes, call.ticks, call.timed)};
 }
 
 // Communicators, registered once when their context is built (not on the hot path). The id is a hash of the

@@ -32,8 +32,8 @@ double avg_per_rank(double sum, uint64_t ranks) { return ranks ? sum / static_ca
 double micros(double seconds) { return std::round(seconds * 1e9) / 1e3; }  // to the nanosecond
 
 // The aggregate fields every table row carries (Agg::for_each_field), then what follows from them: the average
-// call and the per-rank average. Call sites keep no per-call extremes (null).
-void put_agg(json& row, const Agg& a, bool extremes = true) {
+// call and the per-rank average.
+void put_agg(json& row, const Agg& a) {
     Agg::for_each_field([&](auto member, Reduce, const char* key, Unit unit) {
         const double value = static_cast<double>(a.*member);
         json* at = &row;
@@ -41,7 +41,9 @@ void put_agg(json& row, const Agg& a, bool extremes = true) {
         for (std::size_t dot; (dot = path.find('.')) != std::string::npos; path.erase(0, dot + 1))
             at = &(*at)[path.substr(0, dot)];
         if (unit == Unit::micros)
-            (*at)[path] = extremes ? json(micros(value)) : json(nullptr);
+            (*at)[path] = micros(value);
+        else if (unit == Unit::std_error)
+            (*at)[path] = std::sqrt(std::max(0.0, value));
         else
             (*at)[path] = a.*member;
     });
@@ -124,6 +126,17 @@ json run_metadata(const Report& r) {
     return run;
 }
 
+// How the times were taken (ARSHIM_STATS_SAMPLE): exact when every counted call was timed, else estimated from the
+// timed ones; call sites are recorded on timed calls only, so their counts are exact or estimated alike.
+json sampling(const Report& r) {
+    const bool exact = r.total.samples == r.total.calls;
+    return json{{"period", r.sample_period},
+                {"first_timed", kFirstTimed},
+                {"timed_calls", r.total.samples},
+                {"times", exact ? "exact" : "estimated"},
+                {"callsite_counts", exact ? "exact" : "estimated"}};
+}
+
 }  // namespace
 
 std::string to_json(const Report& r) {
@@ -143,6 +156,7 @@ std::string to_json(const Report& r) {
     time["allreduce_share"] = json{{"overall", wall_sum > 0 ? r.total.seconds / wall_sum : 0.0},
                                    {"per_rank", min_avg_max(r.share.min, r.share.avg, r.share.max)}};
     doc["time"] = time;
+    doc["sampling"] = sampling(r);
 
     json totals;
     put_agg(totals, r.total);
@@ -273,7 +287,7 @@ std::string to_json(const Report& r) {
             row["site"] = text;
             row["frames"] = frames;
         }
-        put_agg(row, s.agg, false);
+        put_agg(row, s.agg);
         sites.push_back(row);
     }
     json callsites{{"enabled", r.callsites_enabled}, {"recorded", r.callsites_recorded}, {"depth", r.depth},
@@ -331,18 +345,27 @@ void print_sharp_summary(std::FILE* out, const Report& r) {
 void print_summary(const Report& r, const std::string& written) {
     std::FILE* out = stderr;
     const double wall_sum = r.wall.avg * r.np;
+    // Times are estimated from the timed calls unless every call was timed (ARSHIM_STATS_SAMPLE; docs/stats.md).
+    char sampled[160];
+    if (r.total.samples == r.total.calls)
+        std::snprintf(sampled, sizeof sampled, "every call timed");
+    else
+        std::snprintf(sampled, sizeof sampled, "times sampled 1 in %u per row after its first %llu: %llu calls timed, "
+                      "+-%.2g s", r.sample_period, static_cast<unsigned long long>(kFirstTimed),
+                      static_cast<unsigned long long>(r.total.samples), std::sqrt(r.total.variance));
     std::fprintf(out,
                  "arshim[0] summary: %llu MPI_Allreduce calls on %d ranks, %s, %.3f s in allreduce "
-                 "(sum over ranks; %.1f%% of wall time)\n",
+                 "(sum over ranks; %.1f%% of wall time; %s)\n",
                  static_cast<unsigned long long>(r.total.calls), r.np,
                  human_bytes(static_cast<double>(r.total.bytes)).c_str(), r.total.seconds,
-                 wall_sum > 0 ? 100.0 * r.total.seconds / wall_sum : 0.0);
-    std::fprintf(out, "arshim[0] %-12s %10s %11s %10s %10s %10s %10s %17s\n", "path", "calls", "bytes", "time_s",
-                 "avg_us", "min_us", "max_us", "rank_s min..max");
+                 wall_sum > 0 ? 100.0 * r.total.seconds / wall_sum : 0.0, sampled);
+    // The extremes are over the timed calls.
+    std::fprintf(out, "arshim[0] %-12s %10s %11s %10s %10s %12s %12s %17s\n", "path", "calls", "bytes", "time_s",
+                 "avg_us", "timed_min_us", "timed_max_us", "rank_s min..max");
     for (std::size_t p = 0; p < kPathCount; ++p) {
         const Agg& a = r.paths[p];
         if (a.calls == 0) continue;
-        std::fprintf(out, "arshim[0] %-12s %10llu %11s %10.4f %10.2f %10.2f %10.2f %8.3f..%-8.3f\n",
+        std::fprintf(out, "arshim[0] %-12s %10llu %11s %10.4f %10.2f %12.2f %12.2f %8.3f..%-8.3f\n",
                      vocab::path_name(static_cast<vocab::Path>(p)), static_cast<unsigned long long>(a.calls),
                      human_bytes(static_cast<double>(a.bytes)).c_str(), a.seconds,
                      1e6 * a.seconds / static_cast<double>(a.calls), 1e6 * a.call_min, 1e6 * a.call_max,

@@ -69,7 +69,7 @@ struct LocalData {
 
 LocalData gather_local(bool with_sites) {
     LocalData d;
-    const double scale = seconds_per_tick();  // the thread tables hold clock ticks
+    const double scale = seconds_per_tick();  // the thread tables hold clock ticks of the timed calls
     for_each_comm([&](uint64_t id, const CommShape& shape, uint64_t, uint64_t roots) {
         LocalComm& c = d.comms[id];
         c.shape = shape;
@@ -79,13 +79,13 @@ LocalData gather_local(bool with_sites) {
         t.rows.for_each([&](const RowId& id, const Cell& ticks) {
             if (ticks.calls == 0) return;
             const RowKey key = unpack(id.key);
-            const Cell cell = ticks.scaled(scale);
+            const Cell cell = ticks.estimated(scale);
             d.rows[{id.comm, id.key}].merge(cell);
             d.cells[static_cast<std::size_t>(key.path)][key.bucket].merge(cell);
             d.comms[id.comm].cell.merge(cell);
         });
         for (std::size_t p = 0; p < kPathCount; ++p)
-            for (std::size_t b = 0; b < kBucketCount; ++b) d.cells[p][b].merge(t.overflow[p][b].scaled(scale));
+            for (std::size_t b = 0; b < kBucketCount; ++b) d.cells[p][b].merge(t.overflow[p][b].estimated(scale));
         for (std::size_t r = 0; r < kReasonCount; ++r) d.counts.reasons[r] += t.reasons[r];
         d.counts.reentrant += t.reentrant;
         d.counts.paused += t.paused;
@@ -114,8 +114,8 @@ LocalData gather_local(bool with_sites) {
         it = it->second.cell.calls ? std::next(it) : d.comms.erase(it);
     if (with_sites) {
         d.sites = callsites::collect(&d.sites_dropped);
-        for (callsites::LocalSite& site : d.sites) site.cell = site.cell.scaled(scale);
-        d.sites_dropped = d.sites_dropped.scaled(scale);
+        for (callsites::LocalSite& site : d.sites) site.cell = site.cell.estimated(scale);
+        d.sites_dropped = d.sites_dropped.estimated(scale);
         d.sites_recorded = true;
     }
     d.wall = PMPI_Wtime() - runtime().init_time;
@@ -464,6 +464,14 @@ void warn_unwritable(const std::string& pattern, const std::string& path, const 
                    outcome.refused.empty() ? "cannot be written (" + outcome.describe() + ")" : outcome.refused);
 }
 
+// What a report says about how it was collected, alike in the job and the per-rank files.
+void describe_run(const Runtime& rt, const std::string& job_id, Report* r) {
+    r->job_id = job_id;
+    r->callsites_enabled = rt.config.flag(OptionId::stats_callsites);
+    r->depth = static_cast<int>(callsites::g_depth);
+    r->sample_period = g_sample_period.load(std::memory_order_relaxed);
+}
+
 }  // namespace
 
 bool summary_wanted(const Runtime& rt) {
@@ -492,9 +500,7 @@ void finalize_report() {
 
     if (per_rank || (!collective && file)) {
         Report mine = rank_report(local, rt.world_rank, rt.world_size);
-        mine.job_id = job_id;
-        mine.callsites_enabled = rt.config.flag(OptionId::stats_callsites);
-        mine.depth = static_cast<int>(callsites::g_depth);
+        describe_run(rt, job_id, &mine);
         const std::string path = per_rank_path(pattern, rt.world_rank, job_id);
         const WriteOutcome outcome = write_log_file(path, to_json(mine), follow);
         // A refusal has no errno of its own: EPERM stands for it in the one-line report of rank 0.
@@ -525,9 +531,7 @@ void finalize_report() {
     const int name_bytes = std::min(4096, 320 * static_cast<int>(callsites::g_depth));
     Report job = job_report(local, rt, name_bytes);
     if (rt.world_rank != 0) return;
-    job.job_id = job_id;
-    job.callsites_enabled = rt.config.flag(OptionId::stats_callsites);
-    job.depth = static_cast<int>(callsites::g_depth);
+    describe_run(rt, job_id, &job);
     std::string written;
     if (file) {
         const std::string path = expand(pattern, "all", job_id);

@@ -62,6 +62,7 @@ struct Report {
     bool callsites_recorded = false;  // sites were collected and symbolized for this report
     int depth = 1;
     Agg sites_dropped;  // calls whose site did not fit a thread's table
+    uint32_t sample_period = 1;  // ARSHIM_STATS_SAMPLE: one call in N timed per row, after its first kFirstTimed
 
     Counts counts;
     Spread wall;   // seconds between MPI_Init and MPI_Finalize

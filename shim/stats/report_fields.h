@@ -19,7 +19,8 @@
 namespace arshim::stats {
 
 enum class Reduce : uint8_t { count, sum, min, max };  // count: exact 64-bit integer sum
-enum class Unit : uint8_t { plain, micros };           // micros: seconds written as microseconds in the JSON
+// micros: seconds written as microseconds in the JSON; std_error: a variance written as its square root.
+enum class Unit : uint8_t { plain, micros, std_error };
 
 // One array per reduction; every rank packs the same layout, rank 0 unpacks the reduced arrays in the same order.
 struct Arrays {
@@ -70,14 +71,17 @@ inline void combine(Arrays& into, const Arrays& from) {
 }
 
 // One table cell aggregated over ranks. Per-rank figures (min/max) are over the ranks that have the cell
-// (`ranks` of them), so a row of a sub-communicator is not diluted by the ranks outside it.
+// (`ranks` of them), so a row of a sub-communicator is not diluted by the ranks outside it. Times are estimates
+// from the timed calls (ARSHIM_STATS_SAMPLE; exact when every call was timed), with their variance.
 struct Agg {
     uint64_t calls = 0;
     uint64_t bytes = 0;
     uint64_t ranks = 0;
-    double seconds = 0;           // sum over ranks
-    double call_min = 0;          // fastest single call, any rank
-    double call_max = 0;          // slowest single call, any rank
+    uint64_t samples = 0;         // timed calls
+    double seconds = 0;           // sum over ranks (estimated)
+    double variance = 0;          // of `seconds`, summed over ranks (independent estimates)
+    double call_min = 0;          // fastest timed call, any rank
+    double call_max = 0;          // slowest timed call, any rank
     double rank_calls_min = 0;    // calls of the rank with the fewest
     double rank_calls_max = 0;
     double rank_seconds_min = 0;  // time of the rank with the least
@@ -89,7 +93,9 @@ struct Agg {
         fn(&Agg::calls, Reduce::count, "calls", Unit::plain);
         fn(&Agg::bytes, Reduce::count, "bytes", Unit::plain);
         fn(&Agg::ranks, Reduce::count, "ranks", Unit::plain);
+        fn(&Agg::samples, Reduce::count, "timed_calls", Unit::plain);
         fn(&Agg::seconds, Reduce::sum, "time_s", Unit::plain);
+        fn(&Agg::variance, Reduce::sum, "time_s_error", Unit::std_error);
         fn(&Agg::call_min, Reduce::min, "call_min_us", Unit::micros);
         fn(&Agg::call_max, Reduce::max, "call_max_us", Unit::micros);
         fn(&Agg::rank_calls_min, Reduce::min, "per_rank.calls.min", Unit::plain);
@@ -107,9 +113,11 @@ struct Agg {
         g.calls = cell.calls;
         g.bytes = cell.bytes;
         g.ranks = present ? 1 : 0;
+        g.samples = cell.samples;
         g.seconds = cell.seconds;
-        g.call_min = cell.calls ? cell.min_seconds : inf;
-        g.call_max = cell.calls ? cell.max_seconds : -inf;
+        g.variance = cell.variance;
+        g.call_min = cell.samples ? cell.min_seconds : inf;
+        g.call_max = cell.samples ? cell.max_seconds : -inf;
         g.rank_calls_min = present ? static_cast<double>(cell.calls) : inf;
         g.rank_calls_max = present ? static_cast<double>(cell.calls) : -inf;
         g.rank_seconds_min = present ? cell.seconds : inf;

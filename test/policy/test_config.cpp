@@ -163,6 +163,26 @@ TEST_CASE("bad values: one exact line each, and the default stays", "[config]") 
     CHECK(c.describe_set().empty());
 }
 
+TEST_CASE("ARSHIM_STATS_SAMPLE: 1..65536, anything else one line and the default 64", "[config]") {
+    for (const char* bad : {"0", "-1", "-64", "abc", "1e3", "65537", "99999999999999999999", ""}) {
+        std::vector<std::string> problems;
+        const Config c = config_from({{"ARSHIM_STATS_SAMPLE", bad}}, &problems);
+        INFO(bad);
+        REQUIRE(problems.size() == 1);
+        CHECK(problems[0] == std::string("ARSHIM_STATS_SAMPLE=\"") + bad +
+                                 "\": expected an integer in [1, 65536]; using the default (64)");
+        CHECK(c.number(OptionId::stats_sample) == 64);
+        CHECK_FALSE(c.is_set(OptionId::stats_sample));
+    }
+    for (const auto& [text, value] : std::vector<std::pair<std::string, int64_t>>{{"1", 1}, {" 8 ", 8}, {"65536", 65536}}) {
+        std::vector<std::string> problems;
+        const Config c = config_from({{"ARSHIM_STATS_SAMPLE", text}}, &problems);
+        CHECK(problems.empty());
+        CHECK(c.number(OptionId::stats_sample) == value);
+    }
+    CHECK(Config{}.number(OptionId::stats_sample) == 64);
+}
+
 TEST_CASE("zero means 'policy decides' for sizes whose default is 0", "[config]") {
     std::vector<std::string> problems;
     const Config c = config_from({{"ARSHIM_SEGMENT_BYTES", "0"}, {"ARSHIM_SHM_MAX", "0"}}, &problems);

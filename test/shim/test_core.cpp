@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <random>
 #include <vector>
@@ -191,6 +192,103 @@ TEST_CASE("A full row table still counts every call in the overflow cells", "[st
     CHECK(counters->reasons[static_cast<std::size_t>(vocab::Reason::policy)] == distinct);
 }
 
+TEST_CASE("Sampled timing: a row times its first calls, then one in N, and counts every call", "[stats]") {
+    const uint32_t saved = stats::g_sample_period.exchange(16);
+    stats::Cell c;
+    std::vector<uint64_t> timed;  // call indices that were timed
+    const uint64_t calls = 8 + 16 * 10 + 5;  // the first 8, ten periods, 5 calls of the next period
+    auto time_of = [](uint64_t i) { return 1.0 + static_cast<double>(i % 3); };  // 1, 2 or 3 ticks
+    for (uint64_t i = 0; i < calls; ++i)
+        if (stats::count_or_sample(c, 100, time_of(i), true) > 0) timed.push_back(i);
+    CHECK(c.calls == calls);
+    CHECK(c.bytes == calls * 100);  // counts and bytes stay exact
+    CHECK(c.samples == 8 + 10);
+    CHECK(c.exact == 8);
+    REQUIRE(timed.size() == 18);
+    for (uint64_t k = 0; k < 8; ++k) CHECK(timed[k] == k);
+    for (uint64_t k = 0; k < 10; ++k) CHECK(timed[8 + k] == 8 + 16 * k + 15);  // the last call of each period
+    CHECK(c.min_seconds == 1.0);
+    CHECK(c.max_seconds == 3.0);
+
+    // The estimate: the first calls' own time, plus the sampled calls' mean times every other call; in seconds.
+    double first = 0, sampled = 0;
+    for (uint64_t k = 0; k < 18; ++k) (k < 8 ? first : sampled) += time_of(timed[k]);
+    const stats::Cell e = c.estimated(0.5);
+    CHECK(e.seconds == Approx((first + sampled / 10 * (calls - 8)) * 0.5));
+    CHECK(e.calls == calls);
+    CHECK(e.samples == 18);
+    CHECK(e.min_seconds == 0.5);
+    CHECK(e.max_seconds == 1.5);
+    CHECK(e.variance > 0);  // sampled: the estimate has an error
+
+    // A row of at most 8 calls is timed whole: exact, no error, whatever the period.
+    stats::Cell small;
+    for (int i = 0; i < 8; ++i) CHECK(stats::count_or_sample(small, 8, 2.0 + i, true) == 1);
+    CHECK(small.estimated(1.0).seconds == Approx(2 + 3 + 4 + 5 + 6 + 7 + 8 + 9));
+    CHECK(small.estimated(1.0).variance == 0);
+    // Two more calls, not timed yet: estimated from the mean of the first 8.
+    stats::count_or_sample(small, 8, 100.0, true);
+    stats::count_or_sample(small, 8, 100.0, true);
+    CHECK(small.samples == 8);
+    CHECK(small.estimated(1.0).seconds == Approx(44 + 2 * 5.5));
+
+    // Untimed calls (no log wants times) are counted and do not move the countdown.
+    stats::Cell untimed;
+    for (int i = 0; i < 100; ++i) CHECK(stats::count_or_sample(untimed, 8, 1.0, false) == 0);
+    CHECK(untimed.calls == 100);
+    CHECK(untimed.samples == 0);
+    CHECK(untimed.due());
+    CHECK(untimed.estimated(1.0).seconds == 0);
+    stats::g_sample_period = saved;
+}
+
+TEST_CASE("Sampled timing: the true total lies within a few standard errors of the estimate", "[stats]") {
+    const uint32_t saved = stats::g_sample_period.exchange(64);
+    stats::Cell c;
+    double truth = 0;
+    uint64_t state = 12345;
+    for (int i = 0; i < 200000; ++i) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        const double t = 1000.0 + static_cast<double>(state >> 54);  // 1000..2023 ticks
+        truth += t;
+        stats::count_or_sample(c, 8, t, true);
+    }
+    const stats::Cell e = c.estimated(1.0);
+    const double error = std::sqrt(e.variance);
+    CHECK(e.samples == 8 + (200000 - 8) / 64);
+    CHECK(error > 0);
+    CHECK(error < 0.01 * truth);
+    CHECK(std::abs(e.seconds - truth) < 4 * error);
+    stats::g_sample_period = saved;
+}
+
+TEST_CASE("Sampled timing with a period of 1 times every call: exact totals, no error", "[stats]") {
+    const uint32_t saved = stats::g_sample_period.exchange(1);
+    stats::Cell c;
+    double sum = 0;
+    for (int i = 0; i < 1000; ++i) {
+        const double t = 1.0 + i % 7;
+        sum += t;
+        CHECK(stats::count_or_sample(c, 8, t, true) == 1);
+    }
+    CHECK(c.samples == 1000);
+    const stats::Cell e = c.estimated(1.0);
+    CHECK(e.seconds == Approx(sum));
+    CHECK(e.variance == 0);
+    CHECK(e.min_seconds == 1.0);
+    CHECK(e.max_seconds == 7.0);
+    // A call site from timed calls only: each sample counts its weight in calls and bytes.
+    stats::Cell site;
+    site.add({8, 2.0, 64});
+    site.add({8, 4.0, 1});
+    CHECK(site.calls == 65);
+    CHECK(site.bytes == 65 * 8);
+    CHECK(site.samples == 2);
+    CHECK(site.exact == 1);
+    CHECK(site.estimated(1.0).seconds == Approx(64 * 2.0 + 4.0));
+    stats::g_sample_period = saved;
+}
+
 TEST_CASE("Policy, decision cache and statistics share one size bucket", "[stats][policy]") {
     // The statistics log writes each bucket as [bytes_min, bytes_max] from the vocabulary; the policy matches and
     // the shim caches decisions by vocab::bucket_of. One formula: the bounds of every bucket map back to it.
@@ -221,10 +319,13 @@ TEST_CASE("Policy, decision cache and statistics share one size bucket", "[stats
 
 namespace {
 
+// A finalized cell (Cell::estimated) of which every call was timed.
 stats::Cell cell(uint64_t calls, uint64_t bytes, double seconds, double min, double max) {
     stats::Cell c;
     c.calls = calls;
     c.bytes = bytes;
+    c.samples = calls;
+    c.exact = calls;
     c.seconds = seconds;
     c.min_seconds = min;
     c.max_seconds = max;
@@ -235,7 +336,10 @@ stats::Cell cell(uint64_t calls, uint64_t bytes, double seconds, double min, dou
 
 TEST_CASE("Report fields pack, reduce and unpack to the aggregate over ranks", "[stats][report]") {
     // Three ranks; the second has no calls in the cell (a row of a sub-communicator).
-    const stats::Cell cells[3] = {cell(10, 1000, 2.0, 0.1, 0.5), cell(0, 0, 0, 0, 0), cell(30, 3000, 6.0, 0.05, 0.9)};
+    stats::Cell cells[3] = {cell(10, 1000, 2.0, 0.1, 0.5), cell(0, 0, 0, 0, 0), cell(30, 3000, 6.0, 0.05, 0.9)};
+    cells[0].variance = 0.04;  // sampled estimates: their variances add up over ranks
+    cells[2].variance = 0.05;
+    cells[2].samples = 12;
     stats::Counts counts[3];
     for (int r = 0; r < 3; ++r) {
         counts[r].reasons[static_cast<std::size_t>(vocab::Reason::user_op)] = 1 + r;
@@ -261,6 +365,8 @@ TEST_CASE("Report fields pack, reduce and unpack to the aggregate over ranks", "
     CHECK(a.bytes == 4000);
     CHECK(a.ranks == 2);  // the rank without calls does not count, nor dilute the per-rank figures
     CHECK(a.seconds == Approx(8.0));
+    CHECK(a.samples == 22);
+    CHECK(a.variance == Approx(0.09));
     CHECK(a.call_min == Approx(0.05));
     CHECK(a.call_max == Approx(0.9));
     CHECK(a.rank_calls_min == Approx(10));
@@ -292,7 +398,7 @@ TEST_CASE("Every report field has a JSON key, and one rank's report is its own c
     std::vector<std::string> sorted = keys;
     std::sort(sorted.begin(), sorted.end());
     CHECK(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end());
-    CHECK(keys.size() == 10);
+    CHECK(keys.size() == 12);
 
     const stats::Agg mine = stats::Agg::of(cell(3, 30, 0.3, 0.05, 0.2));
     CHECK(mine.ranks == 1);

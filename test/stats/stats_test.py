@@ -4,7 +4,10 @@ the log with what the program did.
 
   stats_test.py CASE --flavor F --shim LIB --mpirun mpirun.sh --report arshim_report.py --program PROG [--source S]
 
-Cases: c, c-depth2, c-nosites (test/stats/stats_program.c), fortran (stats_fortran.f90, use mpi_f08, -g),
+Cases: c, c-depth2 (every call timed, ARSHIM_STATS_SAMPLE=1: exact times and call-site counts), c-nosites (the
+default sampling), c-sampled (ARSHIM_STATS_SAMPLE=5: counts exact, the expected number of timed calls per row,
+plausible estimates), c-bad-sample (ARSHIM_STATS_SAMPLE=0: one line, the default) (test/stats/stats_program.c),
+fortran (stats_fortran.f90, use mpi_f08, -g),
 fortran-example (examples/fortran_allreduce.f90, use mpi, no debug info), mpi4py, mpi4py-depth2, mpi4py-nopython
 (stats_mpi4py.py: Python file:line call sites, or mpi4py's module frame under ARSHIM_STATS_PYTHON=0), bad-path,
 bad-path-per-rank, exit-early, abort.
@@ -89,11 +92,66 @@ def common_checks(doc, np_, flavor, total_calls, total_bytes):
 
 
 def sites_checks(doc, total_calls):
+    """`total_calls`: the calls the sites must account for (every call when every call is timed; under sampling the
+    timed calls' weights, see timed_per_row)."""
     cs = doc["callsites"]
     check(cs["enabled"] and cs["recorded"], "call sites recorded")
     check(sum(s["calls"] for s in cs["sites"]) + cs["dropped_calls"] == total_calls,
-          "call sites account for every call")
+          f"call sites account for {total_calls} calls")
     return cs["sites"]
+
+
+FIRST_TIMED = 8  # a row's first calls are all timed (shim/stats/counters.h kFirstTimed)
+DEFAULT_SAMPLE = 64
+
+
+def timed_per_row(calls, period):
+    """(timed calls, calls they stand for) of one thread's row of `calls` calls: its first FIRST_TIMED calls, then
+    the last call of every full period after them."""
+    first = min(calls, FIRST_TIMED)
+    later = max(0, calls - FIRST_TIMED) // period
+    return first + later, first + later * period
+
+
+def sampling_checks(doc, period, summary_line, rank_docs=(), per_rank=None):
+    """Times taken 1 in `period` per row: the log says so, rows time what the period implies (per rank: the rank
+    files against the program's own per-rank calls), estimates are plausible, and every call timed when period 1."""
+    sampling = doc.get("sampling", {})
+    exact = all(timed_per_row(c, period)[0] == c for rows in (per_rank or {}).values() for c, _ in rows.values())
+    check(sampling.get("period") == period and sampling.get("first_timed") == FIRST_TIMED,
+          f"log: sampling period {sampling.get('period')} == {period}, first {FIRST_TIMED} timed")
+    check(sampling.get("times") == ("exact" if exact else "estimated")
+          and sampling.get("callsite_counts") == sampling.get("times"),
+          f"log: times and call-site counts {sampling.get('times')} ({'exact' if exact else 'estimated'})")
+    check(sampling.get("timed_calls") == doc["totals"]["timed_calls"] == sum(r["timed_calls"] for r in doc["rows"]),
+          "timed calls: sampling, totals and rows agree")
+    tables = [("totals", [doc["totals"]]), ("paths", doc["paths"]), ("buckets", doc["buckets"]),
+              ("communicators", doc["communicators"]), ("rows", doc["rows"])]
+    for name, rows in tables:
+        ok = all(0 < r["timed_calls"] <= r["calls"] and r["time_s"] > 0 and r["time_s_error"] >= 0
+                 and abs(r["avg_us"] * r["calls"] - 1e6 * r["time_s"]) <= 1e-3 * r["calls"] + 1e-6 * 1e6 * r["time_s"]
+                 for r in rows)
+        check(ok, f"{name}: 0 < timed calls <= calls, time > 0, time = avg x calls, error >= 0")
+    if period == 1:
+        check(all(r["timed_calls"] == r["calls"] and r["time_s_error"] == 0 for _, rows in tables for r in rows),
+              "every call timed: no sampling error")
+        check("every call timed" in (summary_line or ""), "summary: every call timed")
+    elif summary_line is not None:
+        check(f"times sampled 1 in {period} per row after its first {FIRST_TIMED}: "
+              f"{doc['totals']['timed_calls']} calls timed" in summary_line,
+              f"summary: times sampled 1 in {period}, {doc['totals']['timed_calls']} calls timed")
+    for rank, rank_doc in enumerate(rank_docs):
+        labels = {c["id"]: c["label"] for c in rank_doc["communicators"]}
+        got = collections.Counter()
+        rows_per_key = collections.Counter()
+        for r in rank_doc["rows"]:
+            key = (labels[r["communicator"]], r["datatype"], r["op"], r["bucket"])
+            got[key] += r["timed_calls"]
+            rows_per_key[key] += 1
+        want = {key: timed_per_row(calls, period)[0] for key, (calls, _) in per_rank[rank].items()
+                if rows_per_key[key] == 1}  # one row per key (a key split over paths is timed per row)
+        check(want and all(got[key] == n for key, n in want.items()),
+              f"rank {rank}: timed calls per row = first {FIRST_TIMED} + one in {period} ({len(want)} rows)")
 
 
 def report_checks(args, path, doc):
@@ -125,18 +183,34 @@ def case_c(args, variant):
         # Contexts built at a communicator's first call, as the program's expectations assume (its dup and split
         # communicators make only a few calls each); cold communicators are tested in test/hardening.
         variables = ["ARSHIM_STATS_PER_RANK=1", "ARSHIM_CONTEXT_AFTER=1"]
+        period = 1  # every call timed: call-site counts exact
         if variant == "c":
             pattern = os.path.join(tmp, "run-%j.json")
-            variables += ["ARSHIM_PATH=pipelined", "ARSHIM_SEGMENT_BYTES=64K"]
+            variables += ["ARSHIM_PATH=pipelined", "ARSHIM_SEGMENT_BYTES=64K", "ARSHIM_STATS_SAMPLE=1"]
         elif variant == "c-depth2":
             pattern = os.path.join(tmp, "run-%r.json")
-            variables += ["ARSHIM_STATS_DEPTH=2"]
+            variables += ["ARSHIM_STATS_DEPTH=2", "ARSHIM_STATS_SAMPLE=1"]
+        elif variant == "c-sampled":
+            pattern = os.path.join(tmp, "run.json")
+            period = 5  # rows of 20 calls: 8 timed, then 2 of the remaining 12 (standing for 10 calls)
+            variables += [f"ARSHIM_STATS_SAMPLE={period}"]
+        elif variant == "c-bad-sample":
+            pattern = os.path.join(tmp, "run.json")
+            period = DEFAULT_SAMPLE
+            variables += ["ARSHIM_STATS_SAMPLE=0", "ARSHIM_STATS_CALLSITES=0"]
         else:
             pattern = os.path.join(tmp, "run.json")
+            period = DEFAULT_SAMPLE
             variables += ["ARSHIM_STATS_CALLSITES=0", "ARSHIM_STATS_SUMMARY=0"]
+        no_sites = variant in ("c-nosites", "c-bad-sample")
         proc = run(args, [f"ARSHIM_STATS={pattern}"] + variables, [args.program, expect_file], np_)
         check(proc.returncode == 0 and f"stats_program: {np_} ranks done" in proc.stdout, "program succeeded")
-        summary = re.search(r"^arshim\[0\] summary: (\d+) MPI_Allreduce calls on (\d+) ranks", proc.stderr, re.M)
+        summary = re.search(r"^arshim\[0\] summary: (\d+) MPI_Allreduce calls on (\d+) ranks.*$", proc.stderr, re.M)
+        if variant == "c-bad-sample":
+            lines = [l for l in proc.stderr.splitlines() if "ARSHIM_STATS_SAMPLE" in l]
+            want = ('arshim[0] warning: ARSHIM_STATS_SAMPLE="0": expected an integer in [1, 65536]; '
+                    f'using the default ({DEFAULT_SAMPLE})')
+            check(lines == [want], f"one line for the bad value: {want} (got {lines})")
         if variant == "c-nosites":
             check(summary is None, "ARSHIM_STATS_SUMMARY=0: no summary")
         else:
@@ -214,22 +288,27 @@ def case_c(args, variant):
 
         # per-rank files
         total_from_ranks = 0
+        rank_docs = []
         for r, path in enumerate(rank_files):
             with open(path) as f:
                 rank_doc = json.load(f)
+            rank_docs.append(rank_doc)
             check(rank_doc["scope"] == "rank" and rank_doc["rank"] == r,
                   f"rank file {os.path.basename(path)}: rank {r}")
             check(log_rows_by_key(rank_doc) == {tuple(k): v for k, v in per_rank[r].items()},
                   f"rank {r}: rows equal the rank's own calls")
             total_from_ranks += rank_doc["totals"]["calls"]
         check(total_from_ranks == total_calls, "per-rank totals add up to the job total")
+        # timing: 1 in `period` calls per row
+        sampling_checks(doc, period, summary.group(0) if summary else None, rank_docs, per_rank)
 
-        # call sites
-        if variant == "c-nosites":
+        # call sites: recorded on timed calls, each standing for its weight in calls
+        if no_sites:
             cs = doc["callsites"]
             check(not cs["enabled"] and not cs["recorded"] and cs["sites"] == [], "ARSHIM_STATS_CALLSITES=0: no sites")
         else:
-            sites = sites_checks(doc, total_calls)
+            represented = sum(timed_per_row(calls, period)[1] for rows in per_rank.values() for calls, _ in rows.values())
+            sites = sites_checks(doc, represented)
             depth = 2 if variant == "c-depth2" else 1
             check(doc["callsites"]["depth"] == depth and all(len(s["frames"]) == depth for s in sites),
                   f"every site has {depth} frame(s)")
@@ -240,8 +319,9 @@ def case_c(args, variant):
                      want["sites"]["max_loop"])):
                 mine = [s for s in sites if s["frames"][0]["function"] == function]
                 line = source_line(source, needle)
-                check(sum(s["calls"] for s in mine) == want_calls,
-                      f"call site {function}: {sum(s['calls'] for s in mine)} calls == {want_calls}")
+                if period == 1:
+                    check(sum(s["calls"] for s in mine) == want_calls,
+                          f"call site {function}: {sum(s['calls'] for s in mine)} calls == {want_calls}")
                 check(all(s["frames"][0]["file"].endswith("stats_program.c") and s["frames"][0]["line"] == line
                           for s in mine) and mine, f"call site {function} at stats_program.c:{line}")
                 if depth == 2:
@@ -402,7 +482,7 @@ def main():
     parser.add_argument("--source", help="the program's source (call-site lines)")
     args = parser.parse_args()
     print(f"== stats test {args.case} ({args.flavor})")
-    if args.case in ("c", "c-depth2", "c-nosites"):
+    if args.case in ("c", "c-depth2", "c-nosites", "c-sampled", "c-bad-sample"):
         case_c(args, args.case)
     elif args.case == "fortran":
         case_fortran(args, example=False)

@@ -4,8 +4,9 @@
   test_report.py REPORT_PY DATA_DIR [--plot]
 
 text: every table, every row, sorted; --top; --sort; comparing two runs; schema validation (and its failures);
-errors. --plot: PNG, SVG and HTML output (exit 77 = skipped when matplotlib is missing).
+a log with sampled times (ARSHIM_STATS_SAMPLE) against one where every call was timed; errors. --plot: PNG, SVG and HTML output (exit 77 = skipped when matplotlib is missing).
 """
+import importlib.util
 import json
 import os
 import re
@@ -52,8 +53,9 @@ def text_checks(tool, data):
     with open(program) as f:
         doc = json.load(f)
 
-    rc, out, err = report(tool, "--validate", program, native, shim)
-    check(rc == 0 and out.count("valid (arshim-stats/1)") == 3, "recorded logs are valid against the schema")
+    sampled = os.path.join(data, "program-sampled-mpich.json")
+    rc, out, err = report(tool, "--validate", program, native, shim, sampled)
+    check(rc == 0 and out.count("valid (arshim-stats/1)") == 4, "recorded logs are valid against the schema")
 
     rc, out, err = report(tool, program)
     check(rc == 0, "report prints a recorded log")
@@ -119,6 +121,49 @@ def text_checks(tool, data):
         check(rc == 2 and "cannot read" in err, "a missing file is refused with a message")
 
 
+def sampled_checks(tool, data):
+    """A log whose times were sampled 1 in 4 (ARSHIM_STATS_SAMPLE=4) shows it: the sampling line, each table's
+    standard error, extremes labelled as over the timed calls, estimated call-site counts; a log written before
+    sampling (no "sampling" object) keeps the plain tables."""
+    path = os.path.join(data, "program-sampled-mpich.json")
+    with open(path) as f:
+        doc = json.load(f)
+    sampling = doc["sampling"]
+    check(sampling["period"] == 4 and sampling["times"] == "estimated", "recorded log: sampled 1 in 4")
+    rc, out, err = report(tool, path)
+    check(rc == 0, "report prints a sampled log")
+    line = next((l for l in out.splitlines() if l.startswith("  sampling  ")), "")
+    check(f"sampled 1 in 4 per row after its first 8: {sampling['timed_calls']} of {doc['totals']['calls']} calls "
+          "timed" in line and "call-site counts estimated" in line, f"sampling line: {line.strip()}")
+    paths = table_rows(out, "Paths") or []
+    header = out.splitlines()[out.splitlines().index("Paths") + 1]
+    check(all(h in header.split() for h in ("+-time", "timed_min_us", "timed_max_us")),
+          "tables give the standard error and label min/max as over the timed calls")
+    check(len(paths) == len(doc["paths"]), "every path printed")
+    errors = {r["path"]: r["time_s_error"] for r in doc["paths"]}
+    for row in paths:
+        cells = re.split(r"\s{2,}", row.strip())
+        check(cells[5] == dur_text(tool, errors[cells[0]]), f"{cells[0]}: +-time {cells[5]} is the log's time_s_error")
+    check("Call sites (depth 1; merged across ranks by symbol; recorded on timed calls: calls, bytes and time "
+          "estimated)" in out.splitlines(), "call-site table says its counts are estimated")
+    rows = table_rows(out, ROWS_TITLE) or []
+    check(len(rows) == len(doc["rows"]), "every row printed")
+
+    rc, out, err = report(tool, os.path.join(data, "program-openmpi.json"))
+    check(rc == 0 and "  sampling  " not in out and "+-time" not in out and " min_us " in out,
+          "a log without sampling: plain tables")
+    rc, out, err = report(tool, os.path.join(data, "program-openmpi.json"), path)
+    check(rc == 0 and "times sampled 1 in 4)" in out, "comparison says which run's times were sampled")
+
+
+def dur_text(tool, seconds):
+    """The report's own duration format (arshim_report.dur), from the tool under test."""
+    spec = importlib.util.spec_from_file_location("arshim_report", tool)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.dur(seconds)
+
+
 def plot_checks(tool, data):
     try:
         import matplotlib  # noqa: F401
@@ -153,6 +198,7 @@ def main():
             return 77 if rc == 77 else 1
     else:
         text_checks(tool, data)
+        sampled_checks(tool, data)
     print(f"{'FAILED' if failures else 'passed'}: {len(failures)} failed checks")
     return 1 if failures else 0
 

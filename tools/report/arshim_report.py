@@ -147,15 +147,40 @@ def comm_labels(doc):
     return {c["id"]: c["label"] for c in doc["communicators"]}
 
 
-def agg_cells(r, share_of=None):
+def estimated(doc):
+    """The log's sampling object when its times are estimated from timed calls (ARSHIM_STATS_SAMPLE), else None
+    (every call timed, or a log written before sampling)."""
+    sampling = doc.get("sampling")
+    return sampling if sampling and sampling["times"] == "estimated" else None
+
+
+def sampling_text(doc):
+    sampling = doc.get("sampling")
+    if not sampling:
+        return None
+    if sampling["times"] == "exact":
+        return f"every call timed (ARSHIM_STATS_SAMPLE={sampling['period']})"
+    error = doc["totals"].get("time_s_error", 0.0)
+    return (f"sampled 1 in {sampling['period']} per row after its first {sampling['first_timed']}: "
+            f"{sampling['timed_calls']} of {doc['totals']['calls']} calls timed; times are estimates "
+            f"(+- {dur(error)} in total), min/max over the timed calls, call-site counts "
+            f"{sampling['callsite_counts']}")
+
+
+def agg_cells(r, share_of=None, sampled=False):
     cells = [r["calls"], human_bytes(r["bytes"]), dur(r["time_s"]), us(r["avg_us"]), us(r.get("call_min_us")),
              us(r.get("call_max_us")), mam(r["per_rank"]["time_s"], "dur")]
+    if sampled:
+        cells.insert(3, dur(r.get("time_s_error", 0.0)))
     if share_of is not None:
         cells.insert(3, f"{100.0 * r['time_s'] / share_of:.1f}%" if share_of > 0 else "-")
     return cells
 
 
 AGG_HEADERS = ["calls", "bytes", "time", "share", "avg_us", "min_us", "max_us", "per-rank time min / avg / max"]
+# Times estimated from timed calls (ARSHIM_STATS_SAMPLE > 1): the standard error, and extremes over the timed calls.
+SAMPLED_HEADERS = ["calls", "bytes", "time", "share", "+-time", "avg_us", "timed_min_us", "timed_max_us",
+                   "per-rank time min / avg / max"]
 
 
 def print_report(doc, name, top=None, order="time", sections=SECTIONS, all_settings=False, out=sys.stdout):
@@ -183,6 +208,9 @@ def print_report(doc, name, top=None, order="time", sections=SECTIONS, all_setti
       f"{100 * share['overall']:.2f}% of wall time")
     w(f"            per rank min / avg / max: allreduce {mam(t['allreduce_s']['per_rank'], 'dur')}; "
       f"wall {mam(t['wall_s'], 'dur')}; share {mam({k: 100 * v for k, v in share['per_rank'].items()}, '{:.2f}')} %")
+    sampling = sampling_text(doc)
+    if sampling:
+        w(f"  sampling  {sampling}")
     if tot.get("paused_calls"):
         w(f"            {tot['paused_calls']} calls made while MPI_Pcontrol(0) paused collection are not counted")
     if tot.get("rows_folded_calls"):
@@ -191,29 +219,32 @@ def print_report(doc, name, top=None, order="time", sections=SECTIONS, all_setti
     total_time = t["allreduce_s"]["total"]
     key = sort_key(order)
     labels = comm_labels(doc)
+    sampled = estimated(doc) is not None
+    headers = SAMPLED_HEADERS if sampled else AGG_HEADERS
+    cells = lambda r: agg_cells(r, total_time, sampled)  # noqa: E731
 
     if "paths" in sections:
         rows = sorted(doc["paths"], key=key)
         w()
         w("Paths")
-        w(table(["path"] + AGG_HEADERS, [[r["path"]] + agg_cells(r, total_time) for r in rows]))
+        w(table(["path"] + headers, [[r["path"]] + cells(r) for r in rows]))
     if "buckets" in sections:
         # the heaviest rows survive --top; shown in size order
         rows, more = cut(sorted(doc["buckets"], key=key), top)
         rows.sort(key=lambda r: (r["bucket"], PATHS.index(r["path"])))
         w()
         w("Message sizes (bytes per call, power-of-two buckets, in size order)")
-        w(table(["size [lo..hi)", "path"] + AGG_HEADERS,
-                [[bucket_label(r), r["path"]] + agg_cells(r, total_time) for r in rows], align="ll" + "r" * 8))
+        w(table(["size [lo..hi)", "path"] + headers,
+                [[bucket_label(r), r["path"]] + cells(r) for r in rows], align="ll" + "r" * len(headers)))
         if more:
             w(more)
     if "communicators" in sections:
         rows, more = cut(sorted(doc["communicators"], key=key), top)
         w()
         w("Communicators (congruent communicators share a row; instances = how many were created)")
-        w(table(["communicator", "size", "instances"] + AGG_HEADERS,
-                [[r["label"], r.get("size", "-"), r.get("instances", "-")] + agg_cells(r, total_time) for r in rows],
-                align="l" + "r" * 10))
+        w(table(["communicator", "size", "instances"] + headers,
+                [[r["label"], r.get("size", "-"), r.get("instances", "-")] + cells(r) for r in rows],
+                align="l" + "r" * (len(headers) + 2)))
         if more:
             w(more)
     if "fallbacks" in sections:
@@ -264,7 +295,8 @@ def print_report(doc, name, top=None, order="time", sections=SECTIONS, all_setti
             w("Call sites: not recorded" + (" (ARSHIM_STATS_CALLSITES=0)" if not cs["enabled"] else ""))
         else:
             rows, more = cut(sorted(cs["sites"], key=key), top)
-            w(f"Call sites (depth {cs['depth']}; merged across ranks by symbol)")
+            w(f"Call sites (depth {cs['depth']}; merged across ranks by symbol"
+              + ("; recorded on timed calls: calls, bytes and time estimated)" if sampled else ")"))
             w(table(["call site", "calls", "bytes", "time", "share", "avg_us", "ranks"],
                     [[site_text(r), r["calls"], human_bytes(r["bytes"]), dur(r["time_s"]),
                       f"{100.0 * r['time_s'] / total_time:.1f}%" if total_time > 0 else "-", us(r["avg_us"]),
@@ -277,11 +309,11 @@ def print_report(doc, name, top=None, order="time", sections=SECTIONS, all_setti
         rows, more = cut(sorted(doc["rows"], key=key), top)
         w()
         w("All rows (communicator x path x size x datatype x op x reason)")
-        w(table(["communicator", "path", "size [lo..hi)", "type", "op", "reason"] + AGG_HEADERS,
+        w(table(["communicator", "path", "size [lo..hi)", "type", "op", "reason"] + headers,
                 [(["other", "", "", "", "", ""] if r.get("other") else
                   [labels.get(r["communicator"], r["communicator"]), r["path"], bucket_label(r), r["datatype"],
                    r["op"], r["reason"] + (f" ({r['sharp']})" if r.get("sharp") else "")])
-                 + agg_cells(r, total_time) for r in rows], align="llllll" + "r" * 8))
+                 + cells(r) for r in rows], align="llllll" + "r" * len(headers)))
         if more:
             w(more)
 
@@ -356,8 +388,11 @@ def compare(docs, names, top=None, out=sys.stdout):
         run = doc["run"]
         env = " ".join(f"{k}={v['value']}" for k, v in sorted(run["settings"].items())
                        if v["source"] == "environment") or "defaults"
+        sampling = estimated(doc)
         w(f"  {tag}  {name}: {run['date']}, {run['mpi']['version']}, {run['np']} ranks, "
-          f"{doc['totals']['calls']} calls, {dur(doc['time']['allreduce_s']['total'])} in allreduce; {env}")
+          f"{doc['totals']['calls']} calls, {dur(doc['time']['allreduce_s']['total'])} in allreduce"
+          + (f" (+- {dur(doc['totals'].get('time_s_error', 0.0))}, times sampled 1 in {sampling['period']})"
+             if sampling else "") + f"; {env}")
     ta, tb = a["time"]["allreduce_s"]["total"], b["time"]["allreduce_s"]["total"]
     ca, cb = a["totals"]["calls"], b["totals"]["calls"]
     w(f"  total time in allreduce: A {dur(ta)}, B {dur(tb)}, speed-up {speedup_text(ta, tb)}"
