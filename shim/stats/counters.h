@@ -90,9 +90,11 @@ inline RowKey unpack(uint32_t p) {
 }
 
 // Sampled timing (ARSHIM_STATS_SAMPLE=N, docs/stats.md "Sampled times"): every call is counted (calls and bytes are
-// exact), but only some are timed. A cell times its first kFirstTimed calls, each standing for itself, then one call
-// in N, standing for the N calls since the previous timed one. The choice is a per-cell countdown (`skip`): no
-// clock, no random number, no allocation on the calls in between. Set once at init (shim/core/runtime.cpp).
+// exact), but only some are timed. A cell times its first kFirstTimed calls, each standing for itself, then the next
+// call and every N-th call from there, each standing for itself and the N-1 calls after it (so a row with a few more
+// calls than kFirstTimed already has a sampled call, not only its first calls, which carry set-up costs). The choice
+// is a per-cell countdown (`skip`): no clock, no random number, no allocation on the calls in between. Set once at
+// init (shim/core/runtime.cpp).
 constexpr uint64_t kFirstTimed = 8;
 inline std::atomic<uint32_t> g_sample_period{64};  // relaxed: read on timed calls only
 
@@ -142,7 +144,7 @@ struct Cell {
         const uint64_t w = samples < kFirstTimed ? 1 : period;
         count(b);
         add_time(t, w);
-        skip = samples < kFirstTimed ? 0 : period - 1;
+        skip = samples <= kFirstTimed ? 0 : period - 1;  // the call after the first ones is sampled at once
         return w;
     }
     // A sample standing for `weight` calls (call sites: recorded on timed calls only).
@@ -153,7 +155,7 @@ struct Cell {
     }
     // The estimated total time in seconds (`scale` converts ticks): the exact calls' own time plus the mean of the
     // sampled ones times the calls they stand for, i.e. every other call (the exact calls' mean when none was
-    // sampled yet). Its variance is that of a mean of n sampled calls out of the rest, times the rest squared
+    // sampled: only when timing was switched off for a while, arshim_stats_set_timed). Its variance is that of a mean of n sampled calls out of the rest, times the rest squared
     // (finite-population corrected; 0 when every call was timed).
     Cell estimated(double scale) const {
         Cell e;

@@ -202,21 +202,21 @@ TEST_CASE("Sampled timing: a row times its first calls, then one in N, and count
         if (stats::count_or_sample(c, 100, time_of(i), true) > 0) timed.push_back(i);
     CHECK(c.calls == calls);
     CHECK(c.bytes == calls * 100);  // counts and bytes stay exact
-    CHECK(c.samples == 8 + 10);
+    CHECK(c.samples == 8 + 11);
     CHECK(c.exact == 8);
-    REQUIRE(timed.size() == 18);
+    REQUIRE(timed.size() == 19);
     for (uint64_t k = 0; k < 8; ++k) CHECK(timed[k] == k);
-    for (uint64_t k = 0; k < 10; ++k) CHECK(timed[8 + k] == 8 + 16 * k + 15);  // the last call of each period
+    for (uint64_t k = 0; k < 11; ++k) CHECK(timed[8 + k] == 8 + 16 * k);  // the first call of each period
     CHECK(c.min_seconds == 1.0);
     CHECK(c.max_seconds == 3.0);
 
     // The estimate: the first calls' own time, plus the sampled calls' mean times every other call; in seconds.
     double first = 0, sampled = 0;
-    for (uint64_t k = 0; k < 18; ++k) (k < 8 ? first : sampled) += time_of(timed[k]);
+    for (uint64_t k = 0; k < 19; ++k) (k < 8 ? first : sampled) += time_of(timed[k]);
     const stats::Cell e = c.estimated(0.5);
-    CHECK(e.seconds == Approx((first + sampled / 10 * (calls - 8)) * 0.5));
+    CHECK(e.seconds == Approx((first + sampled / 11 * (calls - 8)) * 0.5));
     CHECK(e.calls == calls);
-    CHECK(e.samples == 18);
+    CHECK(e.samples == 19);
     CHECK(e.min_seconds == 0.5);
     CHECK(e.max_seconds == 1.5);
     CHECK(e.variance > 0);  // sampled: the estimate has an error
@@ -226,11 +226,17 @@ TEST_CASE("Sampled timing: a row times its first calls, then one in N, and count
     for (int i = 0; i < 8; ++i) CHECK(stats::count_or_sample(small, 8, 2.0 + i, true) == 1);
     CHECK(small.estimated(1.0).seconds == Approx(2 + 3 + 4 + 5 + 6 + 7 + 8 + 9));
     CHECK(small.estimated(1.0).variance == 0);
-    // Two more calls, not timed yet: estimated from the mean of the first 8.
-    stats::count_or_sample(small, 8, 100.0, true);
-    stats::count_or_sample(small, 8, 100.0, true);
-    CHECK(small.samples == 8);
-    CHECK(small.estimated(1.0).seconds == Approx(44 + 2 * 5.5));
+    // Two more calls: the first is sampled (standing for itself and the next 15), the second is not timed; both are
+    // estimated from the sampled one, not from the first 8 (the first call of a row carries its set-up).
+    CHECK(stats::count_or_sample(small, 8, 100.0, true) == 16);
+    CHECK(stats::count_or_sample(small, 8, 1.0, true) == 0);
+    CHECK(small.samples == 9);
+    CHECK(small.estimated(1.0).seconds == Approx(44 + 2 * 100.0));
+    // With timing switched off for a while, calls without any sampled one fall back on the exact calls' mean.
+    stats::Cell paused;
+    for (int i = 0; i < 4; ++i) stats::count_or_sample(paused, 8, 2.0, true);
+    for (int i = 0; i < 4; ++i) stats::count_or_sample(paused, 8, 0.0, false);
+    CHECK(paused.estimated(1.0).seconds == Approx(16.0));
 
     // Untimed calls (no log wants times) are counted and do not move the countdown.
     stats::Cell untimed;
@@ -255,7 +261,7 @@ TEST_CASE("Sampled timing: the true total lies within a few standard errors of t
     }
     const stats::Cell e = c.estimated(1.0);
     const double error = std::sqrt(e.variance);
-    CHECK(e.samples == 8 + (200000 - 8) / 64);
+    CHECK(e.samples == 8 + (200000 - 8 + 63) / 64);
     CHECK(error > 0);
     CHECK(error < 0.01 * truth);
     CHECK(std::abs(e.seconds - truth) < 4 * error);
