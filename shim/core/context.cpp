@@ -173,7 +173,7 @@ void CommContext::build_layout() {
         PMPI_Comm_size(heads, &index_and_count[1]);
         PMPI_Comm_free(&heads);
     }
-    PMPI_Bcast(index_and_count, 2, MPI_INT, 0, node_comm);
+    bcast_twice(index_and_count, 2, MPI_INT, 0, node_comm);  // twice: shim/core/mpi_util.h
     node_index = index_and_count[0];
     node_count = index_and_count[1];
 
@@ -210,9 +210,8 @@ void CommContext::agree_on_settings() {
     std::string blob = Config::serialize(config->pairs());
     bcast_string(blob, 0, comm);
     std::string policy_text = rt.policy_text;
-    int have_file = rt.have_policy_file ? 1 : 0;
-    PMPI_Bcast(&have_file, 1, MPI_INT, 0, comm);
-    bcast_string(policy_text, 0, comm);
+    bool have_file = rt.have_policy_file;
+    bcast_optional_string(policy_text, &have_file, 0, comm);
     own_config_ = std::make_unique<Config>(Config::from_pairs(Config::deserialize(blob), nullptr));
     policy::LoadResult loaded = policy::load_policy(*own_config_, have_file ? &policy_text : nullptr,
                                                     own_config_->text(OptionId::policy), mpi_flavor(),

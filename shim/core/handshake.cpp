@@ -94,13 +94,24 @@ Handshake as_root(int world_size, int timeout_s) {
     if (!result.all_loaded)
         result.problem += ": ARShim is disabled on every rank (every MPI_Allreduce goes to the MPI library); preload "
                           "the same libarshim on all ranks (arshim run does)";
-    // Every rank that said hello waits for the verdict.
+    // Every rank that said hello waits for the verdict. Synchronous like the hello, so each pair exchanges the same
+    // messages both ways (a hello and the verdict's acknowledgement one way, the verdict and the hello's the other:
+    // shim/core/mpi_util.h says why the parity matters); a member that gave up meanwhile has cancelled its receive,
+    // so the wait is bounded and what did not complete is cancelled.
     static uint64_t verdict;
     verdict = result.all_loaded ? 1 : 0;
     std::vector<MPI_Request> sends(answered.size(), MPI_REQUEST_NULL);
     for (std::size_t i = 0; i < answered.size(); ++i)
-        PMPI_Isend(&verdict, 1, MPI_UINT64_T, answered[i], kVerdictTag, MPI_COMM_WORLD, &sends[i]);
-    PMPI_Waitall(static_cast<int>(sends.size()), sends.data(), MPI_STATUSES_IGNORE);
+        PMPI_Issend(&verdict, 1, MPI_UINT64_T, answered[i], kVerdictTag, MPI_COMM_WORLD, &sends[i]);
+    const int pending = static_cast<int>(sends.size());
+    wait_until(
+        [&] {
+            int all = 0;
+            PMPI_Testall(pending, sends.data(), &all, MPI_STATUSES_IGNORE);
+            return all != 0;
+        },
+        Clock::now() + std::chrono::seconds(timeout_s + 5));
+    for (MPI_Request& send : sends) abandon(&send);
     return result;
 }
 

@@ -2,20 +2,42 @@
 
 namespace arshim {
 
-int bcast_string(std::string& text, int root, MPI_Comm comm) {
-    long long length = static_cast<long long>(text.size());
+namespace {
+
+// One pass: the length (-1: absent) as 64 bits, then the text in pieces of at most 1 GiB, so no count is ever cast
+// to a negative int (the policy reader also caps what rank 0 reads: ARSHIM_POLICY_MAX_BYTES).
+int bcast_text_once(std::string& text, bool* present, int root, MPI_Comm comm) {
+    long long length = *present ? static_cast<long long>(text.size()) : -1;
     int rc = PMPI_Bcast(&length, 1, MPI_LONG_LONG, root, comm);
     if (rc != MPI_SUCCESS) return rc;
-    if (length < 0) return MPI_ERR_COUNT;
-    text.resize(static_cast<std::size_t>(length));
-    // The length travels as 64 bits and the text in pieces of at most 1 GiB, so no count is ever cast to a
-    // negative int (the policy reader also caps what rank 0 reads: ARSHIM_POLICY_MAX_BYTES).
+    if (length < -1) return MPI_ERR_COUNT;
+    *present = length >= 0;
+    text.resize(length > 0 ? static_cast<std::size_t>(length) : 0);
     constexpr long long kPiece = 1ll << 30;
     for (long long at = 0; at < length && rc == MPI_SUCCESS; at += kPiece) {
         const long long n = length - at < kPiece ? length - at : kPiece;
         rc = PMPI_Bcast(text.data() + at, static_cast<int>(n), MPI_CHAR, root, comm);
     }
     return rc;
+}
+
+}  // namespace
+
+int bcast_twice(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
+    int rc = PMPI_Bcast(buffer, count, datatype, root, comm);
+    if (rc == MPI_SUCCESS) rc = PMPI_Bcast(buffer, count, datatype, root, comm);
+    return rc;
+}
+
+int bcast_optional_string(std::string& text, bool* present, int root, MPI_Comm comm) {
+    int rc = bcast_text_once(text, present, root, comm);
+    if (rc == MPI_SUCCESS) rc = bcast_text_once(text, present, root, comm);  // the repeat: see bcast_twice
+    return rc;
+}
+
+int bcast_string(std::string& text, int root, MPI_Comm comm) {
+    bool present = true;
+    return bcast_optional_string(text, &present, root, comm);
 }
 
 }  // namespace arshim

@@ -220,8 +220,9 @@ void initialize(bool collective) {
                 problems.push_back(problem);
         }
         if (collective) {
-            PMPI_Bcast(&have_file, 1, MPI_INT, 0, MPI_COMM_WORLD);
-            if (have_file) bcast_string(rt->policy_text, 0, MPI_COMM_WORLD);
+            bool present = have_file != 0;
+            bcast_optional_string(rt->policy_text, &present, 0, MPI_COMM_WORLD);
+            have_file = present ? 1 : 0;
         }
         rt->have_policy_file = have_file != 0;
         // The tuning cache (ARSHIM_TUNE_CACHE): rank 0 reads and checks it, every rank parses the same text.
