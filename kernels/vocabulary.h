@@ -142,6 +142,13 @@ constexpr uint64_t bucket_floor(uint32_t b) { return b == 0 ? 0 : uint64_t{1} <<
 constexpr uint64_t bucket_ceiling(uint32_t b) {                                                     // largest size
     return b == 0 ? 0 : b >= 64 ? ~uint64_t{0} : (uint64_t{1} << b) - 1;
 }
+// Room for a call of `bytes` that also holds every later call of its bucket: 2^b for bucket b (bytes itself from
+// 2^63). Memory a path keeps per communicator (node window, staging, scratch) is sized by this, so it grows only on
+// the first call of a bucket and never again inside it (docs/paths.md "First calls").
+constexpr uint64_t bucket_room(uint64_t bytes) {
+    const uint32_t b = bucket_of(bytes);
+    return b == 0 || b >= 64 ? bytes : uint64_t{1} << b;
+}
 
 // ---- the one hash ------------------------------------------------------------------------------------------------
 

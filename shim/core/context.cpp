@@ -4,6 +4,8 @@
 #include <atomic>
 #include <mutex>
 
+#include "shim/core/layout.h"
+#include "shim/core/world_nodes.h"
 #include "shim/core/log.h"
 #include "shim/core/mpi_util.h"
 #include "shim/core/runtime.h"
@@ -52,17 +54,11 @@ void free_comm(MPI_Comm* comm) {
 // The statistics id of a communicator: FNV-1a over (inter, size, world rank of each member minus that of its rank
 // 0). Local (group translation, no communication), O(size), once per context.
 uint64_t stats_shape_id(MPI_Comm comm, bool inter) {
-    MPI_Group group = MPI_GROUP_NULL, world = MPI_GROUP_NULL;
-    PMPI_Comm_group(comm, &group);
-    PMPI_Comm_group(MPI_COMM_WORLD, &world);
-    int size = 0, rank = 0;
-    PMPI_Group_size(group, &size);
+    std::vector<int> world_ranks;
+    world_ranks_of(comm, &world_ranks);
+    const int size = static_cast<int>(world_ranks.size());
+    int rank = 0;
     PMPI_Comm_rank(comm, &rank);
-    std::vector<int> ranks(static_cast<std::size_t>(size)), world_ranks(static_cast<std::size_t>(size), 0);
-    for (int i = 0; i < size; ++i) ranks[static_cast<std::size_t>(i)] = i;
-    PMPI_Group_translate_ranks(group, size, ranks.data(), world, world_ranks.data());
-    PMPI_Group_free(&group);
-    PMPI_Group_free(&world);
 
     stats::CommShape shape;
     shape.size = size;
@@ -151,46 +147,51 @@ void CommContext::build_layout() {
     warm_ = true;
     decisions_ = std::make_unique<FixedTable<DecisionKey, policy::Decision, 256, 8>>();
     const Runtime& rt = runtime();
-    MPI_Comm user_comm = comm;
 
-    // Node split. ARSHIM_VIRTUAL_PPN=k (tests, emulation) makes every k consecutive world ranks one node.
-    const int64_t virtual_ppn = config->number(OptionId::virtual_ppn);
-    if (virtual_ppn > 0) {
-        const int color = rt.world_rank / static_cast<int>(virtual_ppn);
-        PMPI_Comm_split(user_comm, color, rank, &node_comm);
+    // From the world's node map when MPI_Init was intercepted and every member is a world process: no
+    // communication (shim/core/layout.h); the node communicator is made later, by a path that needs it.
+    std::vector<int> node_ids;
+    std::vector<int> members;
+    if (!rt.world_node.empty() && world_ranks_of(comm, &members)) {
+        node_ids.resize(members.size());
+        for (std::size_t r = 0; r < members.size(); ++r)
+            node_ids[r] = rt.world_node[static_cast<std::size_t>(members[r])];
     } else {
-        PMPI_Comm_split_type(user_comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node_comm);
+        // Collectively. ARSHIM_VIRTUAL_PPN=k (tests, emulation) makes every k consecutive world ranks one node.
+        const int64_t virtual_ppn = config->number(OptionId::virtual_ppn);
+        if (virtual_ppn > 0)
+            PMPI_Comm_split(comm, rt.world_rank / static_cast<int>(virtual_ppn), rank, &node_comm);
+        else
+            PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node_comm);
+        // Node id: the comm rank of the node's lowest rank (node-rank 0, the split is keyed by comm rank).
+        int lowest = rank;
+        PMPI_Bcast(&lowest, 1, MPI_INT, 0, node_comm);
+        PMPI_Bcast(&lowest, 1, MPI_INT, 0, node_comm);  // twice: shim/core/mpi_util.h
+        node_ids.resize(static_cast<std::size_t>(size));
+        PMPI_Allgather(&lowest, 1, MPI_INT, node_ids.data(), 1, MPI_INT, comm);
     }
-    PMPI_Comm_rank(node_comm, &node_rank);
-    PMPI_Comm_size(node_comm, &node_size);
-
-    // Node index: the order of each node's lowest rank (its node-rank 0) in this communicator.
-    MPI_Comm heads = MPI_COMM_NULL;
-    PMPI_Comm_split(user_comm, node_rank == 0 ? 0 : MPI_UNDEFINED, rank, &heads);
-    int index_and_count[2] = {0, 0};
-    if (heads != MPI_COMM_NULL) {
-        PMPI_Comm_rank(heads, &index_and_count[0]);
-        PMPI_Comm_size(heads, &index_and_count[1]);
-        PMPI_Comm_free(&heads);
-    }
-    bcast_twice(index_and_count, 2, MPI_INT, 0, node_comm);  // twice: shim/core/mpi_util.h
-    node_index = index_and_count[0];
-    node_count = index_and_count[1];
-
-    PMPI_Allgather(&node_index, 1, MPI_INT, node_of_rank.data(), 1, MPI_INT, user_comm);
-    node_sizes.assign(static_cast<std::size_t>(node_count), 0);
-    for (int node : node_of_rank) ++node_sizes[static_cast<std::size_t>(node)];
-    ppn_min = *std::min_element(node_sizes.begin(), node_sizes.end());
-    ppn_max = *std::max_element(node_sizes.begin(), node_sizes.end());
-    ppn_uniform = ppn_min == ppn_max;
-    nodes_contiguous = true;
-    for (int r = 1; r < size; ++r)
-        if (node_of_rank[r] != node_of_rank[r - 1] && node_of_rank[r] != node_of_rank[r - 1] + 1)
-            nodes_contiguous = false;
+    Layout layout = layout_from_node_ids(node_ids, rank);
+    node_of_rank = std::move(layout.node_of_rank);
+    node_sizes = std::move(layout.node_sizes);
+    node_index = layout.node_index;
+    node_count = layout.node_count;
+    node_rank = layout.node_rank;
+    node_size = layout.node_size;
+    ppn_min = layout.ppn_min;
+    ppn_max = layout.ppn_max;
+    ppn_uniform = layout.ppn_uniform;
+    nodes_contiguous = layout.nodes_contiguous;
 
     agree_on_settings();
-    log::debug("context: comm size {} rank {}, node {}/{} (rank {} of {}), ppn {}..{}{}", size, rank, node_index,
-               node_count, node_rank, node_size, ppn_min, ppn_max, nodes_contiguous ? "" : ", nodes interleaved");
+    log::debug("context: comm size {} rank {}, node {}/{} (rank {} of {}), ppn {}..{}{}{}", size, rank, node_index,
+               node_count, node_rank, node_size, ppn_min, ppn_max, nodes_contiguous ? "" : ", nodes interleaved",
+               node_comm == MPI_COMM_NULL ? " (from the world's node map)" : "");
+}
+
+MPI_Comm CommContext::node_communicator() {
+    // Same members and order as a split by type: the node's ranks in comm rank order.
+    if (node_comm == MPI_COMM_NULL) PMPI_Comm_split(comm, node_index, rank, &node_comm);
+    return node_comm;
 }
 
 // The ranks of this communicator must decide alike. When MPI_Init was intercepted all ranks hold world rank 0's

@@ -60,7 +60,9 @@ public:
     bool inter = false;             // intercommunicator: always native
     int rank = 0;
     int size = 1;
-    MPI_Comm node_comm = MPI_COMM_NULL;  // ranks of this communicator on my node (owned)
+    // The ranks of this communicator on my node, made on first use (collective over the communicator: call it
+    // where every rank does, inside a path's set-up).
+    MPI_Comm node_communicator();
     int node_rank = 0;
     int node_size = 1;
     int node_index = 0;   // my node's index, 0..node_count-1, in order of each node's lowest rank
@@ -136,6 +138,7 @@ private:
     void build_layout();
     void agree_on_settings();
 
+    MPI_Comm node_comm = MPI_COMM_NULL;  // node_communicator() (owned)
     bool warm_ = false;
     int64_t cold_calls_ = 0;
     int64_t warm_after_ = 1;  // the call that warms the context

@@ -20,6 +20,7 @@
 #include "shim/core/library_bugs.h"
 #include "shim/core/log.h"
 #include "shim/core/mpi_types.h"
+#include "shim/core/world_nodes.h"
 #include "shim/core/mpi_util.h"
 #include "shim/sharp/lib.h"
 #include "shim/core/simd_ops.h"
@@ -241,6 +242,7 @@ void initialize(bool collective) {
             "tuning cache " + printable(rt->config.text(OptionId::tune_cache), 200));
         rt->policy = loaded.policy;
         problems.insert(problems.end(), loaded.problems.begin(), loaded.problems.end());
+        if (collective) rt->world_node = probe_world_nodes(rt->config, rt->world_rank, rt->world_size);
     }
 
     for (const std::string& problem : problems) report_config_problem(*rt, problem);

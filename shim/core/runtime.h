@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "policy/config.h"
 #include "policy/policy.h"
@@ -40,6 +41,9 @@ struct Runtime {
     bool reproducible_any_np = false;  // reproducible == any_np
     tune::Mode tune{};                  // ARSHIM_TUNE (shim/tune/online.h); {} = off
     std::string tune_cache_rules;       // the rules of the tuning cache read at start (kept when it is rewritten)
+    // World rank -> node id (the lowest world rank of its node), learned at MPI_Init (shim/core/layout.h); empty
+    // when MPI_Init was not intercepted (then each communicator learns its layout collectively).
+    std::vector<int> world_node;
 };
 
 // The MPI flavor this library was built for: "mpich" or "openmpi".

@@ -138,11 +138,12 @@ ShmState* node_shm(CommContext& ctx, uint64_t bytes, vocab::Reason* reason) {
     // Decline on values identical on all ranks only. ppn = 1 everywhere: nothing to share.
     if (ctx.ppn_max == 1) return *reason = vocab::Reason::one_rank_per_node, nullptr;
     if (ctx.ppn_max > kMaxPpn) return *reason = vocab::Reason::path_unavailable, nullptr;
-    const std::size_t wanted = shm::pow2_chunk(bytes);
+    // Room for the whole bucket (vocab::bucket_room): a bucket's later calls never grow the window.
+    const std::size_t wanted = shm::pow2_chunk(vocab::bucket_room(bytes));
     NodeShm& node = ctx.ensure_slot<NodeShm>(PathSlot::node_shm);
     if (node.state == nullptr) {
         ShmDomain domain;
-        domain.comm = ctx.node_comm;
+        domain.comm = ctx.node_communicator();
         domain.rank = ctx.node_rank;
         domain.size = ctx.node_size;
         domain.size_max = ctx.ppn_max;

@@ -38,15 +38,17 @@ struct PipelinedState : PathState {
 };
 
 // The communicator's staging area, at least `bytes` long; nullptr when it cannot have it (then nothing is
-// staged). Allocated on the first in-place call that needs it, and again only when a later one needs more.
+// staged). Allocated on the first in-place call that needs it, with room for its whole size bucket
+// (vocab::bucket_room), and again only when a call of a larger bucket needs more.
 char* staging_area(CommContext& ctx, std::size_t bytes) {
     if (bytes > kMaxStagingBytes) return nullptr;
     PipelinedState& state = ctx.ensure_slot<PipelinedState>(PathSlot::pipelined);
     if (state.staging_bytes < bytes) {
-        std::unique_ptr<char[]> grown(new (std::nothrow) char[bytes]);
+        const std::size_t room = std::max<std::size_t>(bytes, std::min<std::size_t>(vocab::bucket_room(bytes), kMaxStagingBytes));
+        std::unique_ptr<char[]> grown(new (std::nothrow) char[room]);
         if (!grown) return nullptr;
         state.staging = std::move(grown);
-        state.staging_bytes = bytes;
+        state.staging_bytes = room;
     }
     return state.staging.get();
 }

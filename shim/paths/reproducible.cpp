@@ -48,8 +48,9 @@ struct ReproState : PathState {
     std::vector<const void*> sources;
 };
 
+// At least `bytes`, with room for the bucket's larger calls (vocab::bucket_room): grown on a bucket's first call only.
 char* room(std::vector<char>& buffer, std::size_t bytes) {
-    if (buffer.size() < bytes) buffer.resize(bytes);
+    if (buffer.size() < bytes) buffer.resize(vocab::bucket_room(bytes));
     return buffer.data();
 }
 

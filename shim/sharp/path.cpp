@@ -187,7 +187,7 @@ void create_node(CommContext& ctx, Level& level) {
     }
     shm->frozen = true;
     level.shm = shm;
-    level.domain_comm = ctx.node_comm;
+    level.domain_comm = ctx.node_communicator();
     level.me = ctx.node_rank;
     level.leader_comm = node_leader_comm(ctx, 1);  // shared with the multileader path's l = 1
     create_domain_group(ctx, level, ctx.node_count, 0);
@@ -203,13 +203,13 @@ int socket_index(const CommContext& ctx) {
 void create_socket(CommContext& ctx, Level& level) {
     level.name = "socket";
     MPI_Comm socket_comm = MPI_COMM_NULL;
-    PMPI_Comm_split(ctx.node_comm, socket_index(ctx), ctx.node_rank, &socket_comm);
+    PMPI_Comm_split(ctx.node_communicator(), socket_index(ctx), ctx.node_rank, &socket_comm);
     int rank = 0, size = 1;
     PMPI_Comm_rank(socket_comm, &rank);
     PMPI_Comm_size(socket_comm, &size);
     const int is_leader = rank == 0 ? 1 : 0;
     int on_node = 0;
-    PMPI_Allreduce(&is_leader, &on_node, 1, MPI_INT, MPI_SUM, ctx.node_comm);
+    PMPI_Allreduce(&is_leader, &on_node, 1, MPI_INT, MPI_SUM, ctx.node_communicator());
     int maxima[2] = {on_node, size};
     PMPI_Allreduce(MPI_IN_PLACE, maxima, 2, MPI_INT, MPI_MAX, ctx.comm);
     if (maxima[0] == 1) {  // one socket per node everywhere: socket leaders are the node leaders
@@ -242,7 +242,7 @@ void create_socket(CommContext& ctx, Level& level) {
     // Rank among the socket leaders of this node (SHARP's world_local_rank).
     MPI_Comm node_leaders = MPI_COMM_NULL;
     int local_rank = 0;
-    PMPI_Comm_split(ctx.node_comm, is_leader ? 0 : MPI_UNDEFINED, ctx.node_rank, &node_leaders);
+    PMPI_Comm_split(ctx.node_communicator(), is_leader ? 0 : MPI_UNDEFINED, ctx.node_rank, &node_leaders);
     if (node_leaders != MPI_COMM_NULL) {
         PMPI_Comm_rank(node_leaders, &local_rank);
         PMPI_Comm_free(&node_leaders);

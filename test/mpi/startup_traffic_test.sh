@@ -60,6 +60,7 @@ check "np 2, ARSHIM_LOG=warn (settings sent)" 2 ARSHIM_LOG=warn
 check "np 2, ARSHIM_POLICY (policy text sent)" 2 "ARSHIM_POLICY=$policy"
 check "np 3, ARSHIM_LOG=warn" 3 ARSHIM_LOG=warn
 check "np 4" 4
+check "np 4, ARSHIM_PATH=native" 4 ARSHIM_PATH=native
 check "np 4, ARSHIM_VIRTUAL_PPN=2" 4 ARSHIM_VIRTUAL_PPN=2
 check "np 4, ARSHIM_POLICY, ARSHIM_VIRTUAL_PPN=2" 4 "ARSHIM_POLICY=$policy" ARSHIM_VIRTUAL_PPN=2
 exit $fail

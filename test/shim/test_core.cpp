@@ -13,6 +13,7 @@
 #include "kernels/vocabulary.h"
 #include "policy/policy.h"
 #include "shim/core/fixed_table.h"
+#include "shim/core/layout.h"
 #include "shim/core/route.h"
 #include "shim/paths/shm_layout.h"
 #include "shim/stats/counters.h"
@@ -426,4 +427,53 @@ TEST_CASE("Every report field has a JSON key, and one rank's report is its own c
     });
     // reasons, 3 totals, SHARP counters, library bugs, 5 verify mode, 2 argument check and 4 tuning counters
     CHECK(counters == vocab::kReasonCount + 3 + stats::kSharpCounters + arshim::bugs::kMaxEntries + 5 + 2 + 4);
+}
+
+TEST_CASE("a communicator's layout from its members' node ids", "[layout]") {
+    using arshim::layout_from_node_ids;
+    SECTION("two nodes, interleaved, numbered by their lowest rank") {
+        const std::vector<int> ids{7, 7, 3, 3, 3, 7};
+        const auto l = layout_from_node_ids(ids, 3);
+        CHECK(l.node_of_rank == std::vector<int>{0, 0, 1, 1, 1, 0});
+        CHECK(l.node_sizes == std::vector<int>{3, 3});
+        CHECK(l.node_index == 1);
+        CHECK(l.node_count == 2);
+        CHECK(l.node_rank == 1);
+        CHECK(l.node_size == 3);
+        CHECK(l.ppn_uniform);
+        CHECK_FALSE(l.nodes_contiguous);
+        const auto last = layout_from_node_ids(ids, 5);
+        CHECK(last.node_index == 0);
+        CHECK(last.node_rank == 2);
+    }
+    SECTION("uneven and contiguous") {
+        const std::vector<int> ids{0, 0, 0, 4, 5, 5};
+        const auto l = layout_from_node_ids(ids, 4);
+        CHECK(l.node_of_rank == std::vector<int>{0, 0, 0, 1, 2, 2});
+        CHECK(l.node_count == 3);
+        CHECK(l.ppn_min == 1);
+        CHECK(l.ppn_max == 3);
+        CHECK_FALSE(l.ppn_uniform);
+        CHECK(l.nodes_contiguous);
+        CHECK(l.node_rank == 0);
+        CHECK(l.node_size == 2);
+    }
+    SECTION("one rank") {
+        const auto l = layout_from_node_ids({42}, 0);
+        CHECK(l.node_count == 1);
+        CHECK(l.node_size == 1);
+        CHECK(l.ppn_max == 1);
+    }
+}
+
+TEST_CASE("memory sized for a call holds its whole bucket", "[layout]") {
+    using arshim::vocab::bucket_of;
+    using arshim::vocab::bucket_room;
+    for (uint64_t bytes : {1ull, 2ull, 3ull, 4096ull, 4097ull, 8191ull, (1ull << 40) + 5}) {
+        const uint64_t ceiling = arshim::vocab::bucket_ceiling(bucket_of(bytes));
+        CHECK(bucket_room(bytes) > ceiling);
+        CHECK(bucket_room(bytes) <= 2 * bytes);
+    }
+    CHECK(bucket_room(0) == 0);
+    CHECK(bucket_room(~0ull) == ~0ull);
 }

@@ -1,0 +1,22 @@
+// The world's node map (learned once, at MPI_Init) and a communicator's members as world ranks: what
+// shim/core/layout.h computes a communicator's layout from.
+#pragma once
+
+#include <mpi.h>
+
+#include <vector>
+
+namespace arshim {
+
+class Config;
+
+// Collective over MPI_COMM_WORLD: world rank -> node id (the lowest world rank of its node). Nodes are shared-memory
+// domains (MPI_Comm_split_type SHARED), or every ARSHIM_VIRTUAL_PPN consecutive world ranks (then no communication).
+std::vector<int> probe_world_nodes(const Config& config, int world_rank, int world_size);
+
+// The world ranks of `comm`'s members, in comm rank order (local: group translation). False if a member is not in
+// MPI_COMM_WORLD (processes from MPI_Comm_spawn / connect): then every member sees one that is not, and all of them
+// fall back to the collective layout alike.
+bool world_ranks_of(MPI_Comm comm, std::vector<int>* world_ranks);
+
+}  // namespace arshim

@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""First calls: what a new communicator's and a new size bucket's first call cost, per path, against native.
+
+  bench_first_calls.py --build BUILD [--flavor mpich,openmpi] [--np 4] [--configs native,default,pipelined,...]
+                       [--sizes 8,1K,32K,1M] [--calls 100] [--comms 5] [--rounds 3] [--env VAR=VALUE ...]
+
+Runs bench_first_calls (tools/bench/bench_first_calls.c) once per configuration per round, the configurations'
+order rotating from round to round: `native` without ARShim, `default` with ARShim and its policy, and each path
+forced with ARSHIM_PATH. Per size bucket it prints, over all communicators of all rounds: the median of the
+bucket's first call (for the first bucket: the communicator's first call, which builds ARShim's context), the
+median of the later calls' medians, and the worst ratio of a later call to its bucket's median (max / median per
+communicator; the issue's bound is 5) next to native's, which is what the machine's noise does to the same loop.
+"""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+
+PATHS = ("native", "default", "pipelined", "multileader", "reproducible")
+
+
+def command(flavor, build, config, np_, args):
+    prog = os.path.join(build, "tools", "bench", f"bench_first_calls-{flavor}")
+    env = dict(kv.split("=", 1) for kv in args.env)
+    if config != "native":
+        env["LD_PRELOAD"] = os.path.join(build, "shim", f"libarshim-{flavor}.so")
+    if config not in ("native", "default"):
+        env["ARSHIM_PATH"] = config
+    if flavor == "openmpi":
+        cmd = ["mpirun.openmpi", "--oversubscribe", "--mca", "mpi_yield_when_idle", "1", "-n", str(np_)]
+        for k, v in env.items():
+            cmd += ["-x", f"{k}={v}"]
+    else:
+        cmd = ["mpirun.mpich", "-n", str(np_)]
+        for k, v in env.items():
+            cmd += ["-genv", k, v]
+    return cmd + [prog, "--sizes", args.sizes, "--calls", str(args.calls), "--comms", str(args.comms)]
+
+
+def launch(cmd):
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    env = {k: v for k, v in env.items() if not k.startswith("ARSHIM_")}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)}: exit {proc.returncode}\n{proc.stdout}{proc.stderr}")
+    rows = []
+    for line in proc.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 6 and parts[0] == "first":
+            rows.append((int(parts[1]), int(parts[2]), float(parts[3]), float(parts[4]), float(parts[5])))
+    return rows
+
+
+def human(n):
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n // scale} {unit}"
+    return f"{n} B"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--build", required=True, help="the meson build directory")
+    parser.add_argument("--flavor", default="mpich,openmpi")
+    parser.add_argument("--np", type=int, default=4)
+    parser.add_argument("--configs", default=",".join(PATHS), help="a subset of " + ",".join(PATHS))
+    parser.add_argument("--sizes", default="8,1K,32K,1M")
+    parser.add_argument("--calls", type=int, default=100)
+    parser.add_argument("--comms", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--env", action="append", default=[], help="VAR=VALUE for every rank (repeatable)")
+    args = parser.parse_args()
+    configs = [c for c in args.configs.split(",") if c]
+    unknown = [c for c in configs if c not in PATHS]
+    if unknown:
+        parser.error(f"--configs: unknown {', '.join(unknown)} (allowed: {', '.join(PATHS)})")
+    for flavor in args.flavor.split(","):
+        rows = {c: [] for c in configs}
+        for r in range(args.rounds):
+            for k in range(len(configs)):
+                config = configs[(r + k) % len(configs)]
+                rows[config] += launch(command(flavor, args.build, config, args.np, args))
+            print(f"{flavor}: round {r + 1}/{args.rounds} done", file=sys.stderr)
+        buckets = sorted({row[1] for c in configs for row in rows[c]})
+        print(f"\n{flavor}, np {args.np}, {args.rounds} rounds x {args.comms} new communicators, {args.calls} later "
+              f"calls per bucket; times in us (slowest rank), medians over communicators")
+        print("| bucket from | config | first call | later median | first / median | worst later / median | "
+              "native's worst later / median |")
+        print("|---|---|---|---|---|---|---|")
+        for b in buckets:
+            native_worst = None
+            if "native" in rows:
+                native_worst = max(row[4] / row[3] for row in rows["native"] if row[1] == b and row[3] > 0)
+            for c in configs:
+                mine = [row for row in rows[c] if row[1] == b]
+                first = statistics.median(row[2] for row in mine)
+                med = statistics.median(row[3] for row in mine)
+                worst = max(row[4] / row[3] for row in mine if row[3] > 0)
+                nw = f"{native_worst:.1f}" if native_worst is not None else "-"
+                print(f"| {human(b)} | {c} | {first:.1f} | {med:.2f} | {first / med:.1f} | {worst:.1f} | {nw} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
