@@ -53,9 +53,7 @@ void free_comm(MPI_Comm* comm) {
 
 // The statistics id of a communicator: FNV-1a over (inter, size, world rank of each member minus that of its rank
 // 0). Local (group translation, no communication), O(size), once per context.
-uint64_t stats_shape_id(MPI_Comm comm, bool inter) {
-    std::vector<int> world_ranks;
-    world_ranks_of(comm, &world_ranks);
+uint64_t stats_shape_id(MPI_Comm comm, bool inter, const std::vector<int>& world_ranks) {
     const int size = static_cast<int>(world_ranks.size());
     int rank = 0;
     PMPI_Comm_rank(comm, &rank);
@@ -118,7 +116,9 @@ void CommContext::build_local(MPI_Comm user_comm) {
     int is_inter = 0;
     PMPI_Comm_test_inter(user_comm, &is_inter);
     inter = is_inter != 0;
-    stats_id = stats_shape_id(user_comm, inter);
+    // The members' world ranks: the statistics id now, the layout when the context warms (then released).
+    members_in_world_ = world_ranks_of(user_comm, &world_ranks_);
+    stats_id = stats_shape_id(user_comm, inter, world_ranks_);
     warm_ = true;
     if (inter) return;  // intercommunicators always go native; nothing collective is done for them
 
@@ -151,11 +151,11 @@ void CommContext::build_layout() {
     // From the world's node map when MPI_Init was intercepted and every member is a world process: no
     // communication (shim/core/layout.h); the node communicator is made later, by a path that needs it.
     std::vector<int> node_ids;
-    std::vector<int> members;
-    if (!rt.world_node.empty() && world_ranks_of(comm, &members)) {
-        node_ids.resize(members.size());
-        for (std::size_t r = 0; r < members.size(); ++r)
-            node_ids[r] = rt.world_node[static_cast<std::size_t>(members[r])];
+    if (!rt.world_node.empty() && members_in_world_) {
+        node_ids.resize(world_ranks_.size());
+        for (std::size_t r = 0; r < world_ranks_.size(); ++r)
+            node_ids[r] = rt.world_node[static_cast<std::size_t>(world_ranks_[r])];
+        std::vector<int>().swap(world_ranks_);
     } else {
         // Collectively. ARSHIM_VIRTUAL_PPN=k (tests, emulation) makes every k consecutive world ranks one node.
         const int64_t virtual_ppn = config->number(OptionId::virtual_ppn);

@@ -139,6 +139,8 @@ private:
     void agree_on_settings();
 
     MPI_Comm node_comm = MPI_COMM_NULL;  // node_communicator() (owned)
+    std::vector<int> world_ranks_;       // members' world ranks, from build_local() until the context warms
+    bool members_in_world_ = false;      // every member is a process of MPI_COMM_WORLD
     bool warm_ = false;
     int64_t cold_calls_ = 0;
     int64_t warm_after_ = 1;  // the call that warms the context

@@ -8,9 +8,9 @@
  * of sizes drawn in the whole bucket (the same sizes on every rank), each timed alone; a call's time is the slowest
  * rank's (taken after the loop, so nothing but the calls runs between them). Prints one line per (communicator,
  * bucket):
- *   first COMM BUCKET_FLOOR_BYTES FIRST_US MEDIAN_US MAX_US
+ *   first COMM BUCKET_FLOOR_BYTES FIRST_US MEDIAN_US MAX_US MAX_AT
  * FIRST_US is the bucket's first call (for the first bucket, the communicator's first call), MEDIAN_US and MAX_US
- * are over the later calls of the bucket. tools/bench/bench_first_calls.py runs it natively and under each path
+ * are over the later calls of the bucket, MAX_AT is the later call that took MAX_US (1 = the second call). tools/bench/bench_first_calls.py runs it natively and under each path
  * and reports the ratios. MPI_DOUBLE sums; a program, not a test. */
 #include <mpi.h>
 #include <stdio.h>
@@ -82,9 +82,12 @@ int main(int argc, char **argv) {
             MPI_Reduce(times, slowest, calls + 1, MPI_DOUBLE, MPI_MAX, 0, comm);
             if (rank == 0) {
                 double worst = 0;
-                for (int k = 1; k <= calls; ++k) worst = slowest[k] > worst ? slowest[k] : worst;
+                int worst_at = 1;
+                for (int k = 1; k <= calls; ++k)
+                    if (slowest[k] > worst) worst = slowest[k], worst_at = k;
                 const double median = cli_median(slowest + 1, calls);  /* sorts the later calls in place */
-                printf("first %d %lld %.2f %.2f %.2f\n", c, sizes[s], slowest[0] * 1e6, median * 1e6, worst * 1e6);
+                printf("first %d %lld %.2f %.2f %.2f %d\n", c, sizes[s], slowest[0] * 1e6, median * 1e6, worst * 1e6,
+                       worst_at);
             }
         }
         MPI_Comm_free(&comm);
