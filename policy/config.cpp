@@ -74,8 +74,9 @@ const std::array<OptionSpec, kOptionCount> kOptions = {{
     {OptionId::shm_max, "ARSHIM_SHM_MAX", OptionType::size, "64M", nullptr, 64 * 1024, kTiB,
      "Multi-leader path: largest node shared-memory window per communicator; larger buffers go in chunks."},
     {OptionId::context_after, "ARSHIM_CONTEXT_AFTER", OptionType::integer, "8", nullptr, 1, 1 << 20,
-     "A communicator's node layout (collective) is built at its Nth allreduce; the calls before go native, counted "
-     "as cold_communicator (1 = at the first call; MPI_COMM_WORLD and forced paths always start at once)."},
+     "A communicator's context is built at its Nth allreduce; the calls before go native, counted as "
+     "cold_communicator, so short-lived communicators never pay for a path's set-up such as a node window (1 = at "
+     "the first call; MPI_COMM_WORLD and forced paths always start at once)."},
     {OptionId::stats, "ARSHIM_STATS", OptionType::text, "", nullptr, 0, 0,
      "Write the call-statistics log (JSON) to this path at finalize; %r = rank, %j = job id."},
     {OptionId::stats_summary, "ARSHIM_STATS_SUMMARY", OptionType::flag, "auto", nullptr, 0, 1,

@@ -8,8 +8,8 @@ order that rotates from round to round:
   native     the library alone (no LD_PRELOAD)
   shim       ARShim preloaded, no ARSHIM_* variable: no statistics log (counters only)
   shim-env   the same with ARSHIM_LOG=warn (the default value): no log either, but an ARSHIM_* variable is set, so
-             MPI_Init sends the settings (one small broadcast more than `shim`; under Open MPI 4.1.4 the parity of
-             the broadcasts made before the loop moves an 8-byte allreduce at np 2 by ~140 ns, docs/stats.md)
+             MPI_Init sends the settings (twice, which keeps the parity of the messages between the ranks as without
+             them: under Open MPI 4.1.4 that parity moves an 8-byte allreduce at np 2 by ~140 ns, docs/stats.md)
   stats      ARShim with ARSHIM_STATS=file (the defaults: times sampled 1 in ARSHIM_STATS_SAMPLE=64, call sites)
   stats-all  the same with ARSHIM_STATS_SAMPLE=1 (every call timed, every call site recorded)
 and prints, per message size, each configuration's median time per call and the median over rounds of its ratio to
