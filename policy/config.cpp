@@ -106,6 +106,10 @@ const std::array<OptionSpec, kOptionCount> kOptions = {{
      "File name or path of the SHARP collective library to dlopen."},
     {OptionId::sharp_sat_threshold, "ARSHIM_SHARP_SAT_THRESHOLD", OptionType::size, "8K", nullptr, 0, kTiB,
      "SHARP: messages at or above this size use streaming aggregation (SAT), smaller ones low-latency (LLT)."},
+    {OptionId::phase_times, "ARSHIM_PHASE_TIMES", OptionType::flag, "0", nullptr, 0, 1,
+     "Debug: 1 times the phases of the node shared-memory protocol (multileader, reproducible: copy in, wait for "
+     "inputs, reduce, inter-node step, wait for results, copy out) and prints each rank's sums at MPI_Finalize "
+     "(docs/cluster.md \"Where the time goes\")."},
 }};
 
 std::string_view trim(std::string_view s) {

@@ -50,6 +50,7 @@ enum class OptionId : uint8_t {
     sharp,
     sharp_lib,
     sharp_sat_threshold,
+    phase_times,
     count
 };
 constexpr std::size_t kOptionCount = static_cast<std::size_t>(OptionId::count);

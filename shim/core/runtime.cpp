@@ -21,6 +21,7 @@
 #include "shim/core/log.h"
 #include "shim/core/mpi_types.h"
 #include "shim/core/world_nodes.h"
+#include "shim/paths/node_shm.h"
 #include "shim/core/mpi_util.h"
 #include "shim/sharp/lib.h"
 #include "shim/core/simd_ops.h"
@@ -118,6 +119,7 @@ int finalize_callback(MPI_Comm, int, void*, void*) {
         const std::string problem = tune::write_cache(rt);
         if (!problem.empty()) log::warn("{}", problem);
     }
+    report_phase_times(rt.world_rank);
     CommContext::release_all();
     free_simd_ops();
     return MPI_SUCCESS;
@@ -203,6 +205,7 @@ void initialize(bool collective) {
         start_statistics(*rt);
         rt->verify_calls = static_cast<uint32_t>(rt->config.number(OptionId::verify));
         rt->check_args = rt->config.flag(OptionId::check_args);
+        g_phase_times_on = rt->config.flag(OptionId::phase_times);
         if (rt->check_args) stats::set_no_replay();
         rt->reproducible = static_cast<ReproducibleMode>(rt->config.number(OptionId::reproducible));  // choice order
         rt->reproducible_any_np = rt->reproducible == ReproducibleMode::any_np;

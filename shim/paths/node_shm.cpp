@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <new>
 #include <string>
 
@@ -154,6 +155,22 @@ void grow_node_shm(CommContext& ctx, NodeShm& node, std::size_t chunk) {
 }
 
 }  // namespace
+
+bool g_phase_times_on = false;
+PhaseTimes g_phase_times;
+
+void report_phase_times(int world_rank) {
+    const PhaseTimes& t = g_phase_times;
+    if (!g_phase_times_on || t.chunks == 0) return;
+    const double total = t.copy_in + t.wait_inputs + t.reduce + t.internode + t.wait_results + t.copy_out;
+    auto ms = [](double s) { return s * 1e3; };
+    std::fprintf(stderr,
+                 "arshim[%d] phases (node protocol, %llu calls, %llu chunks, %.1f ms): copy in %.1f ms, wait for "
+                 "inputs %.1f ms, reduce %.1f ms, inter-node %.1f ms, wait for results %.1f ms, copy out %.1f ms\n",
+                 world_rank, static_cast<unsigned long long>(t.calls), static_cast<unsigned long long>(t.chunks),
+                 ms(total), ms(t.copy_in), ms(t.wait_inputs), ms(t.reduce), ms(t.internode), ms(t.wait_results),
+                 ms(t.copy_out));
+}
 
 ShmState* node_shm(CommContext& ctx, uint64_t bytes, vocab::Reason* reason) {
     // Decline on values identical on all ranks only. ppn = 1 everywhere: nothing to share.

@@ -30,6 +30,8 @@
 
 #include <mpi.h>
 
+#include <chrono>
+
 #include <sched.h>
 
 #include <algorithm>
@@ -131,6 +133,38 @@ void free_shm_state(ShmState* state);
 // are not leaders.
 MPI_Comm node_leader_comm(CommContext& ctx, int leaders);
 
+// ARSHIM_PHASE_TIMES=1 (debug): seconds this process spent in each phase of the protocol below, summed over every
+// call and chunk, printed at finalize (report_phase_times). Off, a call pays one predictable branch per chunk.
+struct PhaseTimes {
+    double copy_in = 0, wait_inputs = 0, reduce = 0, internode = 0, wait_results = 0, copy_out = 0;
+    uint64_t chunks = 0, calls = 0;
+};
+extern bool g_phase_times_on;    // set once at init, before any call
+extern PhaseTimes g_phase_times;  // the calling threads' sums (a debug aid: unsynchronized across threads)
+// Prints this rank's sums ("arshim[R] phases: ..."), if it spent time in the protocol.
+void report_phase_times(int world_rank);
+
+class PhaseClock {
+public:
+    PhaseClock() : on_(g_phase_times_on) {
+        if (on_) last_ = std::chrono::steady_clock::now(), ++g_phase_times.calls;
+    }
+    // Adds the time since the previous lap to `phase`.
+    void lap(double PhaseTimes::*phase) {
+        if (!on_) return;
+        const auto now = std::chrono::steady_clock::now();
+        g_phase_times.*phase += std::chrono::duration<double>(now - last_).count();
+        last_ = now;
+    }
+    void chunk() {
+        if (on_) ++g_phase_times.chunks;
+    }
+
+private:
+    bool on_;
+    std::chrono::steady_clock::time_point last_;
+};
+
 // Runs the chunk protocol for one call over a domain in which this rank is `me`. `internode(void* data,
 // std::size_t count)` is called by each leader with its reduced partition of every chunk when there are several
 // domains (`multinode`); it returns an MPI error code.
@@ -146,15 +180,18 @@ int run_shm_protocol(const Call& call, ShmState& state, kernels::NaryFn reduce, 
     const bool leader = me < leaders;
     const void* sources[kMaxPpn];
     int rc = MPI_SUCCESS;
+    PhaseClock clock;
 
     for (std::size_t first = 0; first < count; first += chunk_elements) {
         const std::size_t n = std::min(chunk_elements, count - first);
         const uint64_t s = ++state.sequence;
         const int buffer = static_cast<int>(s % kShmBuffers);
+        clock.chunk();
 
         // (1) my input chunk into my slot
         std::memcpy(state.slot(buffer, me), input + first * element, n * element);
         state.arrived[me].value.store(s, std::memory_order_release);
+        clock.lap(&PhaseTimes::copy_in);
 
         if (leader) {
             std::size_t part_first = 0, part_count = 0;
@@ -162,21 +199,26 @@ int run_shm_protocol(const Call& call, ShmState& state, kernels::NaryFn reduce, 
             for (int r = 0; r < state.ppn; ++r) wait_at_least(state.arrived[r].value, s);
             if (s > kShmBuffers)
                 for (int r = 0; r < state.ppn; ++r) wait_at_least(state.copied[r].value, s - kShmBuffers);
+            clock.lap(&PhaseTimes::wait_inputs);
             const std::size_t offset = part_first * element;
             if (part_count > 0) {
                 // (2) reduce partition `me` over every rank's slot, in node-rank order (same bits on every rank)
                 for (int r = 0; r < state.ppn; ++r) sources[r] = state.slot(buffer, r) + offset;
                 reduce(state.result(buffer) + offset, sources, static_cast<std::size_t>(state.ppn), part_count);
+                clock.lap(&PhaseTimes::reduce);
                 // (3) across nodes; after an error the protocol still completes, so no rank of the node hangs
                 if (multinode && rc == MPI_SUCCESS) rc = internode(state.result(buffer) + offset, part_count);
+                clock.lap(&PhaseTimes::internode);
             }
             state.reduced[me].value.store(s, std::memory_order_release);
         }
 
         // (4) the whole reduced chunk out
         for (int j = 0; j < leaders; ++j) wait_at_least(state.reduced[j].value, s);
+        clock.lap(&PhaseTimes::wait_results);
         std::memcpy(output + first * element, state.result(buffer), n * element);
         state.copied[me].value.store(s, std::memory_order_release);
+        clock.lap(&PhaseTimes::copy_out);
     }
     return rc;
 }
