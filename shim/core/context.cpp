@@ -128,14 +128,19 @@ void CommContext::build_local(MPI_Comm user_comm) {
     node_sizes.assign(1, size);
     if (size == 1) return;
 
-    // Building the layout costs collective calls (node split, node index, agreement: ~0.1-1 ms), which a program
-    // that creates a communicator for one or two allreduces never gets back. The world communicator and forced paths
-    // start at once; so does every communicator when the ranks' settings were not agreed at MPI_Init (their
-    // thresholds could differ).
+    // Serving calls costs a path's set-up (a node window: 0.1-1 ms), which a program that creates a communicator for
+    // one or two allreduces never gets back: the first ARSHIM_CONTEXT_AFTER - 1 calls go to the library. The world
+    // communicator and forced paths start at once; so does every communicator when the ranks' settings were not
+    // agreed at MPI_Init (their thresholds could differ). The layout itself costs no communication when the world's
+    // node map is known (~1 us: shim/core/layout.h), so it is computed now, on the communicator's first call, and
+    // the call that warms the context costs no more than its decision (docs/paths.md "First calls").
     const bool at_once = user_comm == MPI_COMM_WORLD || !rt.config_agreed || config->text(OptionId::path) != "auto";
     warm_after_ = at_once ? 1 : config->number(OptionId::context_after);
     warm_ = false;
-    if (warm_after_ <= 1) build_layout();
+    if (warm_after_ <= 1)
+        build_layout();
+    else if (!rt.world_node.empty() && members_in_world_)
+        compute_layout();
 }
 
 bool CommContext::count_cold_call() {
@@ -144,7 +149,12 @@ bool CommContext::count_cold_call() {
 }
 
 void CommContext::build_layout() {
+    if (!laid_out_) compute_layout();
     warm_ = true;
+}
+
+void CommContext::compute_layout() {
+    laid_out_ = true;
     decisions_ = std::make_unique<FixedTable<DecisionKey, policy::Decision, 256, 8>>();
     const Runtime& rt = runtime();
 

@@ -135,13 +135,15 @@ public:
 private:
     CommContext() = default;
     void build_local(MPI_Comm user_comm);
-    void build_layout();
+    void build_layout();    // the layout if not known yet, then warm
+    void compute_layout();  // node layout, decision table, settings agreement (collective unless local)
     void agree_on_settings();
 
     MPI_Comm node_comm = MPI_COMM_NULL;  // node_communicator() (owned)
     std::vector<int> world_ranks_;       // members' world ranks, from build_local() until the context warms
     bool members_in_world_ = false;      // every member is a process of MPI_COMM_WORLD
     bool warm_ = false;
+    bool laid_out_ = false;  // compute_layout() ran
     int64_t cold_calls_ = 0;
     int64_t warm_after_ = 1;  // the call that warms the context
 
