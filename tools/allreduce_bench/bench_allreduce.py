@@ -100,6 +100,33 @@ def configurations(flavor, np_, names):
     return {n: all_configs[n] for n in names if n in all_configs}
 
 
+def link_bound_us(size, nodes, link_gbit):
+    """The bandwidth lower bound of any allreduce: every node sends and receives 2(N-1)/N * n bytes over its link."""
+    return 2 * (nodes - 1) / nodes * size / (link_gbit * 1e9 / 8) * 1e6 if nodes > 1 else 0.0
+
+
+def print_bound_table(flavor, args, configs, sizes, results):
+    """--bound: time over the bound per configuration, the rounds' range as the noise, and the best of ARShim."""
+    print(f"\n{flavor}, {args.np} ranks, {args.nodes} nodes, {args.link_gbit:g} Gbit/s links: time / bandwidth bound "
+          f"(median of {args.rounds} rounds [fastest-slowest round])")
+    print(f"{'bytes':>8} {'bound_us':>9}" + "".join(f" {n:>20}" for n in configs) + f" {'best_arshim':>24}")
+    for size in sizes:
+        bound = link_bound_us(size, args.nodes, args.link_gbit)
+        line = f"{human(size):>8} {bound:>9.1f}"
+        best = None
+        for n in configs:
+            vals = results[(flavor, n)].get(size)
+            if not vals or bound <= 0:
+                line += f" {'-':>20}"
+                continue
+            r = statistics.median(vals) / bound
+            line += f" {f'{r:.2f} [{min(vals) / bound:.2f}-{max(vals) / bound:.2f}]':>20}"
+            if n not in ("native", "native-control") and not n.startswith("peer-") and (best is None or r < best[1]):
+                best = (n, r)
+        line += f" {(best[0] + f' {best[1]:.2f}') if best else '-':>24}"
+        print(line)
+
+
 def command(flavor, np_, build, preload, env, extra, args):
     program = os.path.join(build, "tools", "allreduce_bench", f"bench_allreduce-{flavor}")
     prog_args = ["--min", args.min, "--max", args.max, "--factor", str(args.factor), "--reps", str(args.reps),
@@ -187,12 +214,18 @@ def main():
     p.add_argument("--no-local-flags", action="store_true", help="do not force Open MPI's shared-memory btl")
     p.add_argument("--nodes", type=int, default=1, help="nodes, for the link lower bound column")
     p.add_argument("--link-gbit", type=float, default=0, help="link speed in Gbit/s: adds the ring lower bound")
+    p.add_argument("--bound", action="store_true",
+                   help="also print every configuration's time over the link's bandwidth bound 2(N-1)/N*n/B "
+                        "(median over rounds, [min-max] of the rounds as the noise); needs --nodes >= 2 and "
+                        "--link-gbit (docs/cluster.md \"Where the time goes at the link bound\")")
     p.add_argument("--csv", help="write every figure to this CSV file")
     p.add_argument("--json", help="write the figures as JSON")
     p.add_argument("--build-dir", help="meson build directory (default: found next to this script)")
     p.add_argument("--timeout", type=int, default=900, help="seconds per run")
     args = p.parse_args()
 
+    if args.bound and (args.nodes < 2 or args.link_gbit <= 0):
+        p.error("--bound needs --nodes N (N >= 2, the hosts the ranks span) and --link-gbit G (the link speed)")
     build = build_dir(args.build_dir)
     flavors = [f for f in args.mpi.split(",") if f]
     names = [n for n in args.configs.split(",") if n]
@@ -231,9 +264,7 @@ def main():
             line = f"{human(size):>8}"
             bound = None
             if args.link_gbit:
-                # ring allreduce: every node sends and receives 2(N-1)/N * n bytes over its link
-                nodes = max(args.nodes, 1)
-                bound = 2 * (nodes - 1) / nodes * size / (args.link_gbit * 1e9 / 8) * 1e6 if nodes > 1 else 0.0
+                bound = link_bound_us(size, max(args.nodes, 1), args.link_gbit)
                 line += f" {bound:>9.1f}"
             native = statistics.median(base[size]) if size in base else None
             best = None
@@ -254,6 +285,8 @@ def main():
                                 "round_us": ";".join(f"{v:.3f}" for v in vals)})
             line += f" {(best[0] + f' {best[1]:.2f}x') if best else '-':>18}"
             print(line)
+        if args.bound:
+            print_bound_table(flavor, args, configs, sizes, results)
     if args.csv:
         with open(args.csv, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=list(records[0].keys()) if records else ["flavor"])
