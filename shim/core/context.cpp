@@ -116,7 +116,7 @@ void CommContext::build_local(MPI_Comm user_comm) {
     int is_inter = 0;
     PMPI_Comm_test_inter(user_comm, &is_inter);
     inter = is_inter != 0;
-    // The members' world ranks: the statistics id now, the layout when the context warms (then released).
+    // The members' world ranks: for the statistics id and the layout (released once the layout is computed).
     members_in_world_ = world_ranks_of(user_comm, &world_ranks_);
     stats_id = stats_shape_id(user_comm, inter, world_ranks_);
     warm_ = true;
@@ -179,6 +179,7 @@ void CommContext::compute_layout() {
         PMPI_Bcast(&lowest, 1, MPI_INT, 0, node_comm);  // twice: shim/core/mpi_util.h
         node_ids.resize(static_cast<std::size_t>(size));
         PMPI_Allgather(&lowest, 1, MPI_INT, node_ids.data(), 1, MPI_INT, comm);
+        std::vector<int>().swap(world_ranks_);
     }
     Layout layout = layout_from_node_ids(node_ids, rank);
     node_of_rank = std::move(layout.node_of_rank);

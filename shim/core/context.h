@@ -140,7 +140,7 @@ private:
     void agree_on_settings();
 
     MPI_Comm node_comm = MPI_COMM_NULL;  // node_communicator() (owned)
-    std::vector<int> world_ranks_;       // members' world ranks, from build_local() until the context warms
+    std::vector<int> world_ranks_;       // members' world ranks, from build_local() until compute_layout()
     bool members_in_world_ = false;      // every member is a process of MPI_COMM_WORLD
     bool warm_ = false;
     bool laid_out_ = false;  // compute_layout() ran
