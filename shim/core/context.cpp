@@ -175,8 +175,7 @@ void CommContext::compute_layout() {
             PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node_comm);
         // Node id: the comm rank of the node's lowest rank (node-rank 0, the split is keyed by comm rank).
         int lowest = rank;
-        PMPI_Bcast(&lowest, 1, MPI_INT, 0, node_comm);
-        PMPI_Bcast(&lowest, 1, MPI_INT, 0, node_comm);  // twice: shim/core/mpi_util.h
+        bcast_twice(&lowest, 1, MPI_INT, 0, node_comm);  // twice: shim/core/mpi_util.h
         node_ids.resize(static_cast<std::size_t>(size));
         PMPI_Allgather(&lowest, 1, MPI_INT, node_ids.data(), 1, MPI_INT, comm);
         std::vector<int>().swap(world_ranks_);

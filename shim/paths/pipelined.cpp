@@ -44,7 +44,8 @@ char* staging_area(CommContext& ctx, std::size_t bytes) {
     if (bytes > kMaxStagingBytes) return nullptr;
     PipelinedState& state = ctx.ensure_slot<PipelinedState>(PathSlot::pipelined);
     if (state.staging_bytes < bytes) {
-        const std::size_t room = std::max<std::size_t>(bytes, std::min<std::size_t>(vocab::bucket_room(bytes), kMaxStagingBytes));
+        const std::size_t room =
+            std::max<std::size_t>(bytes, std::min<std::size_t>(vocab::bucket_room(bytes), kMaxStagingBytes));
         std::unique_ptr<char[]> grown(new (std::nothrow) char[room]);
         if (!grown) return nullptr;
         state.staging = std::move(grown);

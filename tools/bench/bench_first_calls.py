@@ -16,8 +16,10 @@ to the same loop.
 import argparse
 import os
 import statistics
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_launch  # noqa: E402  (tools/bench/bench_launch.py)
 
 PATHS = ("native", "default", "pipelined", "multileader", "reproducible")
 
@@ -31,23 +33,14 @@ def command(flavor, build, config, np_, args):
         env["ARSHIM_PATH"] = config
     if flavor == "openmpi":
         cmd = ["mpirun.openmpi", "--oversubscribe", "--mca", "mpi_yield_when_idle", "1", "-n", str(np_)]
-        for k, v in env.items():
-            cmd += ["-x", f"{k}={v}"]
     else:
         cmd = ["mpirun.mpich", "-n", str(np_)]
-        for k, v in env.items():
-            cmd += ["-genv", k, v]
-    return cmd + [prog, "--sizes", args.sizes, "--calls", str(args.calls), "--comms", str(args.comms)]
+    return cmd + bench_launch.env_args(flavor, env) + [prog, "--sizes", args.sizes, "--calls", str(args.calls), "--comms", str(args.comms)]
 
 
 def launch(cmd):
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    env = {k: v for k, v in env.items() if not k.startswith("ARSHIM_")}
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)}: exit {proc.returncode}\n{proc.stdout}{proc.stderr}")
     rows = []
-    for line in proc.stdout.splitlines():
+    for line in bench_launch.run(cmd, 600).splitlines():
         parts = line.split()
         if len(parts) == 7 and parts[0] == "first":
             rows.append((int(parts[1]), int(parts[2]), float(parts[3]), float(parts[4]), float(parts[5]), int(parts[6])))

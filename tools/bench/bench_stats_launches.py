@@ -20,9 +20,11 @@ import argparse
 import os
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_launch  # noqa: E402  (tools/bench/bench_launch.py)
 
 CONFIGS = ("native", "shim", "shim-env", "stats", "stats-all")
 BASES = ("shim-env", "shim", "native")
@@ -42,22 +44,15 @@ def command(flavor, build, config, log, sizes, iters, reps):
         env["ARSHIM_STATS_SAMPLE"] = "1"
     if flavor == "openmpi":
         args = ["mpirun.openmpi", "--bind-to", "core", "-n", "2"]
-        for k, v in env.items():
-            args += ["-x", f"{k}={v}"]
     else:
         args = ["mpirun.mpich", "-bind-to", "core", "-n", "2"]
-        for k, v in env.items():
-            args += ["-genv", k, v]
+    args += bench_launch.env_args(flavor, env)
     return args + [bench, "--plain", "--sizes", ",".join(map(str, sizes)), "--iters", str(iters), "--reps", str(reps)]
 
 
 def launch(args):
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    env = {k: v for k, v in env.items() if not k.startswith("ARSHIM_")}
-    proc = subprocess.run(args, capture_output=True, text=True, timeout=300, env=env)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(args)}: exit {proc.returncode}\n{proc.stdout}{proc.stderr}")
-    return {int(m.group(1)): float(m.group(2)) for m in re.finditer(r"^plain (\d+) ([\d.]+) ", proc.stdout, re.M)}
+    stdout = bench_launch.run(args, 300)
+    return {int(m.group(1)): float(m.group(2)) for m in re.finditer(r"^plain (\d+) ([\d.]+) ", stdout, re.M)}
 
 
 def quartiles(values):
