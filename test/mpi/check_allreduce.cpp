@@ -8,7 +8,8 @@
 // run must be free of them (ARShim's own kernels in use) — and any other mismatch fails the test.
 //
 // Options: --large N (elements of the large case, default 1<<17+3), --quick (fewer counts), --subcomms,
-//          --fallbacks, --cycles N. Env: CHECK_EXPECT_PATH=name (some calls must have taken that path).
+//          --fallbacks, --cycles N, --in-place-first (each case in place before out of place: a size bucket's
+//          first call, where a path builds its state and tuning starts, is then an in-place one). Env: CHECK_EXPECT_PATH=name (some calls must have taken that path).
 #include <mpi.h>
 
 #include <dlfcn.h>
@@ -345,11 +346,14 @@ void all_types(int count, bool in_place, MPI_Comm comm, const char* cn) {
     }
 }
 
+bool g_in_place_first = false;
+
 void run_counts(const std::vector<int>& counts, int large, MPI_Comm comm, const char* cn) {
+    const bool order[2] = {g_in_place_first, !g_in_place_first};
     for (int count : counts)
-        for (bool in_place : {false, true}) all_types(count, in_place, comm, cn);
+        for (bool in_place : order) all_types(count, in_place, comm, cn);
     if (large > 0)
-        for (bool in_place : {false, true}) {
+        for (bool in_place : order) {
             float_type<float>(MPI_FLOAT, "MPI_FLOAT", large, in_place, comm, cn);
             float_type<double>(MPI_DOUBLE, "MPI_DOUBLE", large, in_place, comm, cn);
             int_type<int32_t>(MPI_INT32_T, "MPI_INT32_T", large, in_place, comm, cn);
@@ -504,6 +508,7 @@ int main(int argc, char** argv) {
         else if (a == "--subcomms") subcomms = true;
         else if (a == "--fallbacks") fallbacks = true;
         else if (a == "--cycles" && i + 1 < argc) cycles = std::atoi(argv[++i]);
+        else if (a == "--in-place-first") g_in_place_first = true;
     }
     const std::vector<int> counts = quick ? std::vector<int>{0, 1, 13, 257} : std::vector<int>{0, 1, 2, 3, 7, 13, 61, 257, 1021, 4099};
 
