@@ -29,7 +29,8 @@ bool serves(const Decision& d, uint32_t ppn) {
 }
 
 // Whether the tuner measures (and the model may choose) `d` at this size: segmenting a message smaller than one
-// segment is the library's allreduce with extra steps, which the model does not know.
+// segment is the library's allreduce with extra steps, which the model does not know. A fixed count of segments
+// (the tuner's "pipelined-one": the whole message as one MPI_Iallreduce) applies at every size.
 bool sensible_at(const Decision& d, uint64_t bytes) {
     return d.path != Path::pipelined || d.segment_bytes == 0 || bytes >= d.segment_bytes;
 }

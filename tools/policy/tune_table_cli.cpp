@@ -28,7 +28,8 @@ Decision decision_of(const json& m) {
     d.pipeline_k = m.value("pipeline_k", 1u);
     d.segment_bytes = m.value("segment_bytes", uint64_t{0});
     d.window = m.value("window", 8u);
-    if (d.path == Path::pipelined) d.segments = 0;
+    // segments = 1 with no segment size: the whole message as one non-blocking allreduce (the tuner's small sizes)
+    d.segments = d.path == Path::pipelined && d.segment_bytes == 0 ? m.value("segments", 0u) : 0;
     return d;
 }
 
