@@ -25,7 +25,13 @@ Decision native_decision() {
 }
 
 bool serves(const Decision& d, uint32_t ppn) {
-    return d.path != Path::multileader || (ppn > 1 && d.leaders <= ppn);
+    if (d.path == Path::multileader) return ppn > 1 && d.leaders <= ppn;
+    // The whole message as one MPI_Iallreduce (the tuner's "pipelined-one") is there for one rank per node, where
+    // MPICH's blocking allreduce takes twice the rounds below 2 KiB (docs/tuning.md). With several ranks per node the
+    // model would weigh it against the node paths with its weakest part (the library's shared-memory steps): on one
+    // node it predicted it 1.5x native at 4-256 KiB, where the multi-leader path measures 1.65-3.9x.
+    if (d.path == Path::pipelined && d.segment_bytes == 0 && d.segments > 0) return ppn == 1;
+    return true;
 }
 
 // Whether the tuner measures (and the model may choose) `d` at this size: segmenting a message smaller than one

@@ -72,6 +72,25 @@ TEST_CASE("tuned table: candidates the layout cannot take are not weighed", "[tu
     CHECK(tuned::candidates_for(m, 4).size() == 2);  // native and 4 leaders
     CHECK(tuned::candidates_for(m, 2).size() == 1);  // 4 leaders do not fit 2 ranks per node
     CHECK(tuned::candidates_for(m, 1).size() == 1);
+    // The whole message as one non-blocking allreduce ("pipelined-one") is weighed for one rank per node only, even
+    // where it was measured faster with more (docs/tuning.md "One rank per node, small sizes").
+    Decision one = pipelined(0, 1);
+    one.segments = 1;
+    std::vector<tuned::Measurement> small{at(256, one, 2, 0.1, 4, 0.1)};
+    CHECK(tuned::candidates_for(small, 1).size() == 2);
+    CHECK(tuned::candidates_for(small, 4).size() == 1);
+    tuned::Request r;
+    r.max_bytes = 4096;
+    r.measured = small;
+    const tuned::Result result = tuned::build(r);
+    INFO(result.toml);
+    CHECK(decide(result.toml, 256).path == Path::native);
+    r.measured[0].ppn = 1;
+    const tuned::Result per_node = tuned::build(r);
+    INFO(per_node.toml);
+    const Decision chosen = decide(per_node.toml, 256, 1, 1);
+    CHECK(chosen.path == Path::pipelined);
+    CHECK(chosen.segments == 1);
 }
 
 TEST_CASE("tuned table: the model's parameters round-trip through [model] keys", "[tuned]") {
