@@ -9,7 +9,8 @@
 //
 // Options: --large N (elements of the large case, default 1<<17+3), --quick (fewer counts), --subcomms,
 //          --fallbacks, --cycles N, --in-place-first (each case in place before out of place: a size bucket's
-//          first call, where a path builds its state and tuning starts, is then an in-place one). Env: CHECK_EXPECT_PATH=name (some calls must have taken that path).
+//          first call, where a path builds its state and tuning starts, is then an in-place one).
+// Env: CHECK_EXPECT_PATH=name (some calls must have taken that path).
 #include <mpi.h>
 
 #include <dlfcn.h>
