@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <ctime>
-#include <mutex>
+#include <atomic>
 #include <vector>
 
 #include "arshim_config.h"
@@ -23,9 +23,27 @@ namespace arshim::tune {
 
 namespace {
 
-std::mutex g_learned_mutex;
-std::vector<Learned> g_learned;  // rank 0's decisions, at most kMaxLearned
+// Rank 0's decisions, at most kMaxLearned, kept as the numbers the decision point had: a decision is made inside a
+// user's call (the key's last exploration call), so it only copies them into a slot claimed with one atomic
+// increment, and the text (describe_decision, the candidates' figures) is made at finalize by learned(): no string,
+// allocation or lock inside the user's call (docs/paths.md "First calls").
 constexpr std::size_t kMaxLearned = 256;
+struct Record {
+    uint32_t bucket = 0, ppn = 0, nodes = 0, comm_size = 0;
+    vocab::DtypeClass dclass = vocab::DtypeClass::other;
+    kernels::Op op = kernels::Op::sum;
+    uint8_t chosen = 0;                  // index into candidate
+    bool refined = false;                // a second stage ran: first[] holds the first stage
+    uint8_t count = 0, excluded = 0;     // the deciding stage
+    uint8_t first_count = 0, first_excluded = 0;
+    policy::Decision candidate[kMaxCandidates];
+    float median[kMaxCandidates] = {}, spread[kMaxCandidates] = {};
+    policy::Decision first[kMaxCandidates];
+    float first_median[kMaxCandidates] = {}, first_spread[kMaxCandidates] = {};
+};
+Record g_records[kMaxLearned];
+std::atomic<uint32_t> g_records_claimed{0};
+std::atomic<bool> g_record_ready[kMaxLearned];
 
 bool same_choice(const policy::Decision& a, const policy::Decision& b) {
     if (a.path != b.path || a.kernel != b.kernel) return false;
@@ -130,6 +148,35 @@ std::string size_text(uint64_t bytes) {
     return std::to_string(bytes) + " " + units[u];
 }
 
+// The text of a recorded decision: the policy's choice and the library's allreduce come from the first stage.
+Learned learned_from(const Record& rec) {
+    const policy::Decision* first = rec.refined ? rec.first : rec.candidate;
+    const float* first_median = rec.refined ? rec.first_median : rec.median;
+    const int first_count = rec.refined ? rec.first_count : rec.count;
+    const uint8_t first_excluded = rec.refined ? rec.first_excluded : rec.excluded;
+    Learned l;
+    l.bucket = rec.bucket;
+    l.ppn = rec.ppn;
+    l.nodes = rec.nodes;
+    l.comm_size = rec.comm_size;
+    l.dclass = rec.dclass;
+    l.op = rec.op;
+    l.chosen = rec.candidate[rec.chosen];
+    l.policy_choice = policy::describe_decision(first[0]);
+    l.chosen_us = rec.median[rec.chosen];
+    l.policy_us = (first_excluded & 1u) ? -1 : first_median[0];
+    for (int k = 0; k < first_count; ++k)
+        if (first[k].path == policy::Path::native && !(first_excluded >> k & 1u)) l.native_us = first_median[k];
+    if (rec.refined) {
+        append_candidates(l.candidates, rec.first, rec.first_median, rec.first_spread, 0, rec.first_count,
+                          rec.first_excluded);
+        append_candidates(l.candidates, rec.candidate, rec.median, rec.spread, 1, rec.count, rec.excluded);
+    } else {
+        append_candidates(l.candidates, rec.candidate, rec.median, rec.spread, 0, rec.count, rec.excluded);
+    }
+    return l;
+}
+
 }  // namespace
 
 bool eligible(const Runtime& rt, const policy::Decision& d) {
@@ -200,49 +247,56 @@ void report(CommContext& ctx, CommContext::KeyBook& book, int c, double seconds,
     }
     t.status = KeyTuning::decided;
     t.chosen = static_cast<uint8_t>(v);
-    // The first stage's figures: the policy's choice and the library's allreduce were measured there.
     const bool refined = t.stage == 1;
-    const policy::Decision* first = refined ? t.first : t.candidate;
-    const float* first_median = refined ? t.first_median : median;
-    const int first_count = refined ? t.first_count : n;
-    const uint8_t first_excluded = refined ? t.first_excluded : ex.excluded;
     g_decisions.fetch_add(1, std::memory_order_relaxed);
-    if (!same_choice(t.candidate[v], first[0])) g_changed.fetch_add(1, std::memory_order_relaxed);
+    // The policy's choice is the first stage's candidate 0.
+    if (!same_choice(t.candidate[v], refined ? t.first[0] : t.candidate[0]))
+        g_changed.fetch_add(1, std::memory_order_relaxed);
 
     if (ctx.rank != 0) return;
-    Learned l;
-    l.bucket = bucket;
-    l.ppn = static_cast<uint32_t>(ctx.ppn_max);
-    l.nodes = static_cast<uint32_t>(ctx.node_count);
-    l.comm_size = static_cast<uint32_t>(ctx.size);
-    l.dclass = dclass;
-    l.op = op;
-    l.chosen = t.candidate[v];
-    l.policy_choice = policy::describe_decision(first[0]);
-    l.chosen_us = median[v];
-    l.policy_us = (first_excluded & 1u) ? -1 : first_median[0];
-    for (int k = 0; k < first_count; ++k)
-        if (first[k].path == policy::Path::native && !(first_excluded >> k & 1u)) l.native_us = first_median[k];
+    Record rec;
+    rec.bucket = bucket;
+    rec.ppn = static_cast<uint32_t>(ctx.ppn_max);
+    rec.nodes = static_cast<uint32_t>(ctx.node_count);
+    rec.comm_size = static_cast<uint32_t>(ctx.size);
+    rec.dclass = dclass;
+    rec.op = op;
+    rec.chosen = static_cast<uint8_t>(v);
+    rec.refined = refined;
+    rec.count = static_cast<uint8_t>(n);
+    rec.excluded = ex.excluded;
+    std::copy(t.candidate, t.candidate + kMaxCandidates, rec.candidate);
+    std::copy(median, median + kMaxCandidates, rec.median);
+    std::copy(spread, spread + kMaxCandidates, rec.spread);
     if (refined) {
-        append_candidates(l.candidates, t.first, t.first_median, t.first_spread, 0, t.first_count, t.first_excluded);
-        append_candidates(l.candidates, t.candidate, median, spread, 1, n, ex.excluded);
-    } else {
-        append_candidates(l.candidates, t.candidate, median, spread, 0, n, ex.excluded);
+        rec.first_count = t.first_count;
+        rec.first_excluded = t.first_excluded;
+        std::copy(t.first, t.first + kMaxCandidates, rec.first);
+        std::copy(t.first_median, t.first_median + kMaxCandidates, rec.first_median);
+        std::copy(t.first_spread, t.first_spread + kMaxCandidates, rec.first_spread);
     }
-    if (log::enabled(log::Level::info))
+    const uint32_t slot = g_records_claimed.fetch_add(1, std::memory_order_relaxed);
+    if (slot < kMaxLearned) {
+        g_records[slot] = rec;
+        g_record_ready[slot].store(true, std::memory_order_release);
+    }
+    // The log line is made only when asked for (ARSHIM_LOG=info): then the user pays for the text.
+    if (log::enabled(log::Level::info)) {
+        const Learned l = learned_from(rec);
         log::info("tuned {} {}, {} B on a communicator of {} ranks ({} node(s) x {}): {} ({:.1f} us; policy's choice "
                   "{}: {}; candidates: {})",
-                  datatype_name(datatype), mpi_op_name(mpi_op), bytes, ctx.size, ctx.node_count, ctx.ppn_max, policy::describe_decision(l.chosen), l.chosen_us,
-                  l.policy_choice,
-                  l.policy_us < 0 ? std::string("declined") : fmt::format("{:.1f} us", l.policy_us),
-                  l.candidates);
-    std::lock_guard<std::mutex> lock(g_learned_mutex);
-    if (g_learned.size() < kMaxLearned) g_learned.push_back(std::move(l));
+                  datatype_name(datatype), mpi_op_name(mpi_op), bytes, ctx.size, ctx.node_count, ctx.ppn_max,
+                  policy::describe_decision(l.chosen), l.chosen_us, l.policy_choice,
+                  l.policy_us < 0 ? std::string("declined") : fmt::format("{:.1f} us", l.policy_us), l.candidates);
+    }
 }
 
 std::vector<Learned> learned() {
-    std::lock_guard<std::mutex> lock(g_learned_mutex);
-    return g_learned;
+    std::vector<Learned> out;
+    const uint32_t n = std::min<uint32_t>(g_records_claimed.load(std::memory_order_relaxed), kMaxLearned);
+    for (uint32_t i = 0; i < n; ++i)
+        if (g_record_ready[i].load(std::memory_order_acquire)) out.push_back(learned_from(g_records[i]));
+    return out;
 }
 
 // ---- the tuning cache ----------------------------------------------------------------------------------------

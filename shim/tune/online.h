@@ -56,7 +56,7 @@ struct Learned {
     float chosen_us = 0, policy_us = 0, native_us = -1;  // agreed medians (-1: not measured)
     std::string candidates;         // "multileader leaders=2 ...: 12.3 us (+-0.4); native: 20.1 us (+-1.2); ..."
 };
-// The decisions recorded so far (bounded), under a lock; for finalize.
+// The decisions recorded so far (bounded), made into text here; for finalize (a decision only stores numbers).
 std::vector<Learned> learned();
 
 // ARSHIM_TUNE_CACHE: at finalize, rank 0 writes what was learned (policy format, docs/tuning.md), with an [origin]
