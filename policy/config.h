@@ -25,6 +25,7 @@ enum class OptionId : uint8_t {
     window,
     leaders,
     pipeline_k,
+    internode,
     kernel_for_mpi,
     library_bugs,
     verify,

@@ -209,6 +209,7 @@ void initialize(bool collective) {
         if (rt->check_args) stats::set_no_replay();
         rt->reproducible = static_cast<ReproducibleMode>(rt->config.number(OptionId::reproducible));  // choice order
         rt->reproducible_any_np = rt->reproducible == ReproducibleMode::any_np;
+        rt->internode = static_cast<InternodeMode>(rt->config.number(OptionId::internode));  // choice order
         rt->tune = static_cast<tune::Mode>(rt->config.number(OptionId::tune));  // choice order
         if (rt->config.text(OptionId::path) != "auto") rt->tune = tune::Mode::off;  // a forced path: the user's experiment
 

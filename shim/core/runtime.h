@@ -19,6 +19,7 @@ enum class Mode : uint8_t;  // shim/tune/online.h
 
 // ARSHIM_REPRODUCIBLE (docs/reproducible.md).
 enum class ReproducibleMode : uint8_t { off, layout, any_np };
+enum class InternodeMode : uint8_t { automatic, library, ring };  // ARSHIM_INTERNODE, in choice order
 
 struct Runtime {
     Config config;
@@ -38,6 +39,7 @@ struct Runtime {
     uint32_t verify_calls = 0;        // ARSHIM_VERIFY: calls checked per (communicator, bucket, datatype, op)
     bool check_args = false;          // ARSHIM_CHECK_ARGS
     ReproducibleMode reproducible = ReproducibleMode::off;
+    InternodeMode internode = InternodeMode::automatic;  // ARSHIM_INTERNODE (shim/paths/multileader.cpp)
     bool reproducible_any_np = false;  // reproducible == any_np
     tune::Mode tune{};                  // ARSHIM_TUNE (shim/tune/online.h); {} = off
     std::string tune_cache_rules;       // the rules of the tuning cache read at start (kept when it is rewritten)

@@ -166,10 +166,12 @@ void report_phase_times(int world_rank) {
     auto ms = [](double s) { return s * 1e3; };
     std::fprintf(stderr,
                  "arshim[%d] phases (node protocol, %llu calls, %llu chunks, %.1f ms): copy in %.1f ms, wait for "
-                 "inputs %.1f ms, reduce %.1f ms, inter-node %.1f ms, wait for results %.1f ms, copy out %.1f ms\n",
+                 "inputs %.1f ms, reduce %.1f ms, inter-node %.1f ms, wait for results %.1f ms, copy out %.1f ms; "
+                 "inter-node steps %llu, on ARShim's ring %llu\n",
                  world_rank, static_cast<unsigned long long>(t.calls), static_cast<unsigned long long>(t.chunks),
                  ms(total), ms(t.copy_in), ms(t.wait_inputs), ms(t.reduce), ms(t.internode), ms(t.wait_results),
-                 ms(t.copy_out));
+                 ms(t.copy_out), static_cast<unsigned long long>(t.internode_steps),
+                 static_cast<unsigned long long>(t.ring_steps));
 }
 
 ShmState* node_shm(CommContext& ctx, uint64_t bytes, vocab::Reason* reason) {

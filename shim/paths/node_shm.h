@@ -37,6 +37,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 
 #include "shim/core/call.h"
@@ -138,6 +139,7 @@ MPI_Comm node_leader_comm(CommContext& ctx, int leaders);
 struct PhaseTimes {
     double copy_in = 0, wait_inputs = 0, reduce = 0, internode = 0, wait_results = 0, copy_out = 0;
     uint64_t chunks = 0, calls = 0;
+    uint64_t internode_steps = 0, ring_steps = 0;  // the multileader path's inter-node steps, and those on its ring
 };
 extern bool g_phase_times_on;    // set once at init, before any call
 extern PhaseTimes g_phase_times;  // the calling threads' sums (a debug aid: unsynchronized across threads)
@@ -167,7 +169,8 @@ private:
 
 // Runs the chunk protocol for one call over a domain in which this rank is `me`. `internode(void* data,
 // std::size_t count)` is called by each leader with its reduced partition of every chunk when there are several
-// domains (`multinode`); it returns an MPI error code.
+// domains (`multinode`); it returns an MPI error code. An `internode(void* data, std::size_t count, void* scratch)`
+// also gets `count` elements of scratch room.
 template <typename InterNode>
 int run_shm_protocol(const Call& call, ShmState& state, kernels::NaryFn reduce, int leaders, int me,
                      bool multinode, InterNode&& internode) {
@@ -206,8 +209,15 @@ int run_shm_protocol(const Call& call, ShmState& state, kernels::NaryFn reduce, 
                 for (int r = 0; r < state.ppn; ++r) sources[r] = state.slot(buffer, r) + offset;
                 reduce(state.result(buffer) + offset, sources, static_cast<std::size_t>(state.ppn), part_count);
                 clock.lap(&PhaseTimes::reduce);
-                // (3) across nodes; after an error the protocol still completes, so no rank of the node hangs
-                if (multinode && rc == MPI_SUCCESS) rc = internode(state.result(buffer) + offset, part_count);
+                // (3) across nodes; after an error the protocol still completes, so no rank of the node hangs.
+                // A step that needs scratch room gets this leader's own slot at the partition: only this leader
+                // read it (in (2)), and only this rank writes it again, for a later chunk.
+                if (multinode && rc == MPI_SUCCESS) {
+                    if constexpr (std::is_invocable_v<InterNode, void*, std::size_t, void*>)
+                        rc = internode(state.result(buffer) + offset, part_count, state.slot(buffer, me) + offset);
+                    else
+                        rc = internode(state.result(buffer) + offset, part_count);
+                }
                 clock.lap(&PhaseTimes::internode);
             }
             state.reduced[me].value.store(s, std::memory_order_release);

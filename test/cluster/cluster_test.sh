@@ -67,6 +67,32 @@ for path in native pipelined multileader reproducible; do
       --large "$large"
 done
 
+# The multi-leader path's inter-node step on ARShim's ring over the rig's links (ARSHIM_INTERNODE=ring; auto takes it
+# on node counts that are not a power of two), results checked.
+if ((ppn > 1)); then
+  step "check_allreduce $flavor ${hosts}x$ppn multileader, inter-node ring" \
+    bash "$cluster" run --mpi "$flavor" --ppn "$ppn" --timeout 150 "${common[@]}" -x ARSHIM_PATH=multileader \
+      -x ARSHIM_LEADERS=2 -x ARSHIM_INTERNODE=ring -x CHECK_EXPECT_PATH=multileader -- "$check" --quick --large 300007
+fi
+
+# The links' MTU (shape --mtu): set on every interface, shown by status, a bad value refused with exit 2 and nothing
+# changed; back to 1500 afterwards.
+mtu_check() {
+  bash "$cluster" shape --mtu 9000 || return 1
+  local shown  # whole outputs first: grep -q closing a pipe early fails the pipeline under pipefail
+  shown=$(bash "$cluster" status)
+  grep -q "mtu 9000" <<<"$shown" || { echo "status does not show mtu 9000"; return 1; }
+  shown=$(ip -n "${ARSHIM_CLUSTER_NAME:-arshim}-h0" link show arsh0)
+  grep -q "mtu 9000" <<<"$shown" || { echo "h0's NIC is not at 9000"; return 1; }
+  local rc=0
+  bash "$cluster" shape --mtu 80 2>/dev/null || rc=$?
+  [[ $rc == 2 ]] || { echo "shape --mtu 80: exit $rc, expected 2"; return 1; }
+  shown=$(bash "$cluster" status)
+  grep -q "mtu 9000" <<<"$shown" || { echo "a refused MTU changed the rig"; return 1; }
+  bash "$cluster" shape --mtu 1500
+}
+step "links' MTU" mtu_check
+
 # MPICH + UCX over TCP hangs in MPI_Finalize in about half of the 2x2 runs without the rig's finalize helper
 # (docs/cluster.md): five more short runs, each bounded, must all finish.
 if [[ $flavor == mpich ]] && ((ppn > 1)); then

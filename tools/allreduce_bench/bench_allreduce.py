@@ -76,6 +76,13 @@ def configurations(flavor, np_, names):
         "multileader-lppn": (True, {"ARSHIM_PATH": "multileader", "ARSHIM_LEADERS": str(np_)}, []),
         "multileader-l2-k4": (True, {"ARSHIM_PATH": "multileader", "ARSHIM_LEADERS": "2",
                                      "ARSHIM_PIPELINE_K": "4"}, []),
+        # The inter-node step forced either way (ARSHIM_INTERNODE; the plain multileader-* configurations take auto)
+        "multileader-l1-ring": (True, {"ARSHIM_PATH": "multileader", "ARSHIM_LEADERS": "1", "ARSHIM_INTERNODE": "ring"}, []),
+        "multileader-l2-ring": (True, {"ARSHIM_PATH": "multileader", "ARSHIM_LEADERS": "2", "ARSHIM_INTERNODE": "ring"}, []),
+        "multileader-l1-library": (True, {"ARSHIM_PATH": "multileader", "ARSHIM_LEADERS": "1",
+                                          "ARSHIM_INTERNODE": "library"}, []),
+        "multileader-l2-library": (True, {"ARSHIM_PATH": "multileader", "ARSHIM_LEADERS": "2",
+                                          "ARSHIM_INTERNODE": "library"}, []),
     }
     if flavor == "openmpi":
         all_configs["peer-ompi-han"] = (False, {}, ["--mca", "coll_han_priority", "100"])
