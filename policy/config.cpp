@@ -43,7 +43,7 @@ const std::array<OptionSpec, kOptionCount> kOptions = {{
      "Multi-leader path across nodes: how each leader reduces its partition with the other nodes' leaders. library: "
      "the MPI library's allreduce (k pieces with ARSHIM_PIPELINE_K); ring: ARShim's ring (reduce-scatter then "
      "allgather, 2(h-1) steps, every node sends 2(h-1)/h of the partition, ARShim's kernels); auto: the ring where "
-     "the node count is not a power of two and a partition holds at least 64 KiB, else the library "
+     "the node count is not a power of two and at most 7 and a partition holds at least 64 KiB, else the library "
      "(docs/cluster.md \"Three nodes\")."},
     {OptionId::kernel_for_mpi, "ARSHIM_KERNEL_FOR_MPI", OptionType::choice, "auto", "auto|native|simd", 0, 0,
      "Op handed to MPI by the paths: the predefined op (native) or ARShim's SIMD op (simd); auto = policy."},

@@ -284,10 +284,15 @@ double multileader_time(const MachineParams& m, const Shape& s, const Decision& 
     // recursive doubling; seed 001 §6 notes the library picks otherwise, so the flavor's own choice is used). With
     // k pieces (DPML-Pipelined, Eq. 5: lg h (a k + n b / l + n c / l)) they are k MPI_Iallreduce calls in flight.
     double comm = 0;
+    // Where the shim takes ARShim's ring instead (a node count that is not a power of two), seed 000 Table 1 RNG
+    // among the leaders; the model does not cut the call into chunks, so a partition is n / l.
     if (s.nodes > 1) {
         const Layout leaders{s.nodes, 1, l};
-        comm = k <= 1 ? flat_allreduce(m, leaders, n / l, flavor).total()
-                      : segmented(m, leaders, n / l / k, k, n / l / k, k, flavor);
+        if (internode_ring_auto(static_cast<uint32_t>(s.nodes), static_cast<uint64_t>(n / l)))
+            comm = ring(m, leaders, n / l).total();
+        else
+            comm = k <= 1 ? flat_allreduce(m, leaders, n / l, flavor).total()
+                          : segmented(m, leaders, n / l / k, k, n / l / k, k, flavor);
     }
     return copies + comp + comm;
 }

@@ -50,9 +50,21 @@ double native_time(const MachineParams& m, const Shape& shape, Flavor flavor);
 // `window` in flight. Uses d.segment_bytes (wins) or d.segments, and d.window (0 = all).
 double pipelined_time(const MachineParams& m, const Shape& shape, const Decision& d, Flavor flavor);
 
+// ARSHIM_INTERNODE=auto (shim/paths/multileader.cpp): whether the multi-leader path's inter-node step on a partition
+// of `partition_bytes` among `nodes` leaders goes round ARShim's ring rather than the library's allreduce. Here so
+// that the model predicts the step the shim runs. Only node counts that are not a power of two (where both
+// libraries first fold the extra ranks' whole vectors in and out) and at most 7 of them: the ring pays 2(h-1)
+// latencies per chunk against the library's 2 + 2 log2 h, which at hundreds of nodes would cost more than the bytes
+// it saves; measured on 3 nodes (docs/cluster.md "Three nodes").
+inline constexpr uint64_t kInternodeRingMinBytes = 64 * 1024;
+inline constexpr uint32_t kInternodeRingMaxNodes = 7;
+inline bool internode_ring_auto(uint32_t nodes, uint64_t partition_bytes) {
+    return (nodes & (nodes - 1)) != 0 && nodes <= kInternodeRingMaxNodes && partition_bytes >= kInternodeRingMinBytes;
+}
+
 // ARShim's multi-leader path (DPML, seed 001 Eq. 7, with Eq. 5 for d.pipeline_k pieces): copy into node shared
 // memory, each of d.leaders leaders reduces n/l bytes over ppn inputs, l concurrent inter-node allreduces of n/l
-// bytes, copy out.
+// bytes (on ARShim's ring where internode_ring_auto says so), copy out.
 double multileader_time(const MachineParams& m, const Shape& shape, const Decision& d, Flavor flavor);
 
 // Dispatch on d.path. sharp and reproducible have no model: NaN.

@@ -4,6 +4,7 @@
 // communicators), which the SHARP path shares.
 #include <algorithm>
 
+#include "policy/cost_model.h"
 #include "shim/core/runtime.h"
 #include "shim/paths/node_shm.h"
 #include "shim/paths/paths.h"
@@ -13,8 +14,6 @@ namespace arshim {
 namespace {
 
 constexpr uint32_t kMaxPieces = 64;
-// ARSHIM_INTERNODE=auto: the smallest partition the ring takes (below it the ring's 2(h-1) latencies dominate).
-constexpr std::size_t kRingMinBytes = 64 * 1024;
 
 int internode_allreduce(void* data, std::size_t count, const Call& call, MPI_Comm comm) {
     const uint32_t pieces = std::clamp<uint32_t>(call.decision.pipeline_k, 1, kMaxPieces);
@@ -80,9 +79,7 @@ bool use_ring(const Call& call, std::size_t count) {
     case InternodeMode::library: return false;
     case InternodeMode::automatic: break;
     }
-    const auto nodes = static_cast<unsigned>(call.ctx.node_count);
-    const bool power_of_two = (nodes & (nodes - 1)) == 0;
-    return !power_of_two && count * call.type.size >= kRingMinBytes;
+    return policy::model::internode_ring_auto(static_cast<uint32_t>(call.ctx.node_count), count * call.type.size);
 }
 
 }  // namespace

@@ -100,6 +100,24 @@ TEST_CASE("multileader: DPML Eq. 7 with l leaders and k pieces (seed 001)", "[mo
     CHECK(multileader_time(hand(), Shape{kMiB, 4, 1}, multileader(64, 1), Flavor::openmpi) == Approx(2.498368e-3));
 }
 
+TEST_CASE("multileader on a node count that is not a power of two: ARShim's ring among the leaders", "[model]") {
+    // The shim's rule (ARSHIM_INTERNODE=auto), shared with the model.
+    CHECK(internode_ring_auto(3, 64 * 1024));
+    CHECK_FALSE(internode_ring_auto(3, 64 * 1024 - 1));
+    CHECK_FALSE(internode_ring_auto(2, kMiB));
+    CHECK_FALSE(internode_ring_auto(4, kMiB));
+    CHECK(internode_ring_auto(6, kMiB));
+    CHECK(internode_ring_auto(7, kMiB));
+    CHECK_FALSE(internode_ring_auto(9, kMiB));    // 2(h-1) latencies per chunk: not at larger node counts
+    CHECK_FALSE(internode_ring_auto(500, kMiB));
+    // 3 nodes x 4, l = 2, 1 MiB: copies 4e-6 + 2.097152e-3, comp 7.86432e-4 as above; comm: a ring of 3 leaders on
+    // 524288 B (2 concurrent streams per node, 15 ns/byte each): 4 steps of 1e-5 + (524288 / 3) * 15 ns =
+    // 4 * 2.63144e-3 = 1.052576e-2, plus 2 * 174762.67 B reduced at 0.5 ns = 1.7476267e-4. Total 1.3588107e-2.
+    CHECK(multileader_time(hand(), Shape{kMiB, 4, 3}, multileader(2, 1), Flavor::mpich) == Approx(1.3588107e-2));
+    // pipeline_k does not apply to the ring (the shim's ring replaces the whole step)
+    CHECK(multileader_time(hand(), Shape{kMiB, 4, 3}, multileader(2, 4), Flavor::mpich) == Approx(1.3588107e-2));
+}
+
 TEST_CASE("predict dispatches on the path; sharp and reproducible have no model", "[model]") {
     const Shape s{kMiB, 2, 2};
     Decision native;
@@ -129,6 +147,12 @@ TEST_CASE("seed 004 Eq. 1 and overlap with computation", "[model]") {
 // pieces among the nodes' leaders) straddle a switch are skipped; so are those where MPICH's blocking allreduce
 // among the node roots leaves recursive doubling (count >= pof2).
 bool straddles_iallreduce_switch(const Decision& d, Flavor flavor, const Shape& s, uint64_t a, uint64_t b) {
+    // The multi-leader path's inter-node step moves to ARShim's ring at a partition size (internode_ring_auto): the
+    // call can get faster there, as at the libraries' own switches.
+    if (d.path == Path::multileader && s.nodes > 1 && s.ppn > 1) {
+        const uint64_t l = std::min<uint64_t>(d.leaders, s.ppn);
+        if (internode_ring_auto(s.nodes, a / l) != internode_ring_auto(s.nodes, b / l)) return true;
+    }
     uint64_t sa = 0, sb = 0, p = 1;
     if (d.path == Path::pipelined) {
         // the last segment (the remainder) switches on its own
