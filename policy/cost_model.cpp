@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 namespace arshim::policy::model {
 
@@ -14,14 +15,18 @@ namespace {
 // A time split as seed 000 Table 1 splits it: latency (alpha terms), transfer (beta terms), arithmetic (gamma
 // terms). The pipelined model overlaps these parts differently, so they are kept apart until the end.
 // `messages` counts the messages a rank sends, for the per-message work that never overlaps (segmented()).
+// `spread` is the part of `transfer` that several calls in flight hide: `transfer` sums each step's busiest node,
+// but when the nodes are not alike (the fold of a node count that is not a power of two) different steps load
+// different nodes' links, and calls pipelined one behind the other wait only for the busiest node's own steps.
 struct Cost {
-    double latency = 0, transfer = 0, reduce = 0, messages = 0;
+    double latency = 0, transfer = 0, reduce = 0, messages = 0, spread = 0;
     double total() const { return latency + transfer + reduce; }
+    double node_transfer() const { return transfer - spread; }
     Cost& operator+=(const Cost& o) {
-        latency += o.latency, transfer += o.transfer, reduce += o.reduce, messages += o.messages;
+        latency += o.latency, transfer += o.transfer, reduce += o.reduce, messages += o.messages, spread += o.spread;
         return *this;
     }
-    Cost times(double k) const { return {latency * k, transfer * k, reduce * k, messages * k}; }
+    Cost times(double k) const { return {latency * k, transfer * k, reduce * k, messages * k, spread * k}; }
 };
 
 // One collective as the steps see it: p ranks, ppn of them per node, and `copies` identical collectives running at
@@ -33,9 +38,6 @@ struct Layout {
     int copies = 1;
     int nodes() const { return (p + ppn - 1) / ppn; }
 };
-
-int floor_pof2(int p) { return p < 1 ? 1 : 1 << (31 - __builtin_clz(static_cast<unsigned>(p))); }
-int ceil_log2(int v) { return v <= 1 ? 0 : 32 - __builtin_clz(static_cast<unsigned>(v - 1)); }
 
 // An intra-node message of b bytes through the libraries' shared-memory transport: a' plus two copies (into the
 // shared buffer and out of it).
@@ -49,20 +51,104 @@ Cost inter_step(const MachineParams& m, double b, double streams) {
 
 Cost reduction(const MachineParams& m, double b) { return {0, 0, b / m.gamma}; }
 
-// A step of a recursive (doubling or halving) algorithm at rank distance d: with block placement the partner r^d is
-// on another node when d >= ppn, and then every rank of the node (times the concurrent copies) sends at once.
-Cost recursive_step(const MachineParams& m, const Layout& l, int d, double b) {
-    if (l.nodes() > 1 && d >= l.ppn) return inter_step(m, b, double(l.ppn) * l.copies);
+// Where the steps of a recursive (doubling or halving) algorithm cross nodes. For p not a power of two both
+// libraries first pair ranks (2i, 2i+1), i < rem = p - pof2: one of each pair hands its vector over and sits the
+// algorithm out (MPICH keeps the odd rank, Open MPI's Rabenseifner the even one: the same pairs, so the same
+// nodes); the survivors, renumbered 0..pof2-1, run the steps at distances 1, 2, 4, ... of the new numbering. The
+// renumbering moves partners off the node: on 3 nodes x 2 the first step (distance 1) pairs ranks 1 and 3, on two
+// nodes, where block placement of a power of two would keep it on the node. For each step, the most ranks of one
+// node whose partner is on another node (0: the step stays on every node); `fold` is the pairing step itself.
+struct Crossings {
+    int p = 0, ppn = 0;
+    int fold = 0;
+    std::vector<int> step;  // index log2(distance)
+    // The same counts node by node, kept only where the nodes differ (p not a power of two): fold_at[node],
+    // step_at[log2 distance][node].
+    std::vector<int> fold_at;
+    std::vector<std::vector<int>> step_at;
+    std::vector<char> folds_at, steps_at;  // whether node k takes part in the fold, in the steps after it
+};
+
+int floor_pof2(int p) { return p < 1 ? 1 : 1 << (31 - __builtin_clz(static_cast<unsigned>(p))); }
+int ceil_log2(int v) { return v <= 1 ? 0 : 32 - __builtin_clz(static_cast<unsigned>(v - 1)); }
+
+const Crossings& crossings(const Layout& l) {
+    // The tuner predicts one layout at many sizes and candidates in a row: one layout remembered per thread keeps
+    // a 512-node prediction from recounting p ranks at every call.
+    thread_local Crossings memo;
+    if (memo.p == l.p && memo.ppn == l.ppn) return memo;
+    memo = Crossings{l.p, l.ppn, 0, {}, {}, {}, {}, {}};
+    const int pof2 = floor_pof2(l.p), rem = l.p - pof2, ppn = std::max(1, l.ppn);
+    const int nodes = (l.p + ppn - 1) / ppn;
+    const bool keep_nodes = pof2 != l.p;
+    std::vector<int> per_node(static_cast<std::size_t>(nodes));
+    auto count = [&](auto crosses) {  // per_node[k]: ranks r of node k with crosses(r); returns the largest
+        std::fill(per_node.begin(), per_node.end(), 0);
+        int out = 0;
+        for (int r = 0; r < l.p; ++r)
+            if (crosses(r)) out = std::max(out, ++per_node[static_cast<std::size_t>(r / ppn)]);
+        return out;
+    };
+    auto survivor = [&](int v) { return v < rem ? 2 * v + 1 : v + rem; };  // rank of new number v
+    auto number = [&](int r) { return r < 2 * rem ? (r % 2 ? r / 2 : -1) : r - rem; };
+    memo.fold = count([&](int r) { return r < 2 * rem && r / ppn != (r ^ 1) / ppn; });
+    if (keep_nodes) {
+        memo.fold_at = per_node;
+        memo.folds_at.assign(static_cast<std::size_t>(nodes), 0);
+        memo.steps_at.assign(static_cast<std::size_t>(nodes), 0);
+        for (int r = 0; r < l.p; ++r) {
+            if (r < 2 * rem) memo.folds_at[static_cast<std::size_t>(r / ppn)] = 1;
+            if (number(r) >= 0) memo.steps_at[static_cast<std::size_t>(r / ppn)] = 1;
+        }
+    }
+    for (int d = 1; d < pof2; d *= 2) {
+        memo.step.push_back(count([&](int r) {
+            const int v = number(r);
+            return v >= 0 && r / ppn != survivor(v ^ d) / ppn;
+        }));
+        if (keep_nodes) memo.step_at.push_back(per_node);
+    }
+    return memo;
+}
+
+// A step where the busiest node sends `streams` ranks' messages off the node (times the concurrent copies): an
+// inter-node step; none: an intra-node one.
+Cost placed_step(const MachineParams& m, const Layout& l, int streams, double b) {
+    if (l.nodes() > 1 && streams > 0) return inter_step(m, b, double(streams) * l.copies);
     return intra_step(m, b);
 }
 
-// Non-power-of-two p: the p - pof2 extra ranks first hand their vector to a neighbour (distance 1) and get the
-// result back at the end (MPICH and Open MPI both fold this way): two more steps of n, one reduction.
+Cost recursive_step(const MachineParams& m, const Layout& l, int d, double b) {
+    return placed_step(m, l, crossings(l).step[static_cast<std::size_t>(ceil_log2(d))], b);
+}
+
+// Non-power-of-two p: the p - pof2 extra ranks first hand their vector to their pair and get the result back at the
+// end: two more steps of n, one reduction.
 Cost fold(const MachineParams& m, const Layout& l, double n) {
     if (floor_pof2(l.p) == l.p) return {};
-    Cost c = recursive_step(m, l, 1, n).times(2);
+    Cost c = placed_step(m, l, crossings(l).fold, n).times(2);
     c += reduction(m, n);
     return c;
+}
+
+// Cost::spread of a recursive algorithm on p not a power of two: its transfer minus the busiest node's own, each
+// node's steps at that node's stream count. `piece(i)` is the bytes of step i (distance 2^i) each way, `times` how
+// often each step runs (2: reduce-scatter and allgather mirror each other; 1: recursive doubling).
+template <class Piece>
+void spread_over_nodes(const MachineParams& m, const Layout& l, double n, Piece piece, double times, Cost& c) {
+    const Crossings& x = crossings(l);
+    if (x.fold_at.empty() || l.nodes() <= 1) return;
+    double busiest = 0;
+    for (std::size_t k = 0; k < x.fold_at.size(); ++k) {
+        auto own = [&](int streams, double b) {
+            return placed_step(m, l, streams, b).transfer;
+        };
+        double t = x.folds_at[k] ? 2 * own(x.fold_at[k], n) : 0;
+        if (x.steps_at[k])
+            for (std::size_t i = 0; i < x.step_at.size(); ++i) t += times * own(x.step_at[i][k], piece(i));
+        busiest = std::max(busiest, t);
+    }
+    c.spread = std::max(0.0, c.transfer - busiest);
 }
 
 // Seed 000 Table 1 RDB: log p steps, each exchanging and reducing the whole vector.
@@ -72,6 +158,7 @@ Cost recursive_doubling(const MachineParams& m, const Layout& l, double n) {
         c += recursive_step(m, l, d, n);
         c += reduction(m, n);
     }
+    spread_over_nodes(m, l, n, [n](std::size_t) { return n; }, 1, c);
     return c;
 }
 
@@ -85,6 +172,7 @@ Cost rabenseifner(const MachineParams& m, const Layout& l, double n) {
         c += recursive_step(m, l, d, piece).times(2);
         c += reduction(m, piece);
     }
+    spread_over_nodes(m, l, n, [n](std::size_t i) { return n / (2.0 * double(1u << i)); }, 2, c);
     return c;
 }
 
@@ -236,8 +324,10 @@ double segmented(const MachineParams& m, const Layout& l, double seg, double nse
     if (w <= 1) return (nseg - 1) * one.total() + tail.total();
     const double waits = std::ceil(nseg / w);
     const double latency = waits * one.latency + (nseg - waits) * one.messages * m.intra_latency;
-    const double flow = one.transfer + (nseg - 2) * std::max(one.transfer, one.reduce) +
-                        std::max(tail.transfer, one.reduce) + tail.reduce;
+    // Past the first segment, the steps of the segments in flight load different nodes' links where the nodes
+    // differ (Cost::spread): the busiest node's own transfer sets the pace.
+    const double flow = one.transfer + (nseg - 2) * std::max(one.node_transfer(), one.reduce) +
+                        std::max(tail.node_transfer(), one.reduce) + tail.reduce;
     return latency + flow;
 }
 

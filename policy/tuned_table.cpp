@@ -93,6 +93,33 @@ Decision nearest_measured(const std::vector<Measurement>& measured, uint32_t nod
     return options[0];
 }
 
+// Each option's measured time over the model's prediction at the size measured on (nodes, ppn) nearest to `bytes`
+// (log scale): how far the fitted model is off for that option there. NaN where the option was not measured.
+std::vector<double> corrections(const std::vector<Measurement>& measured, const model::MachineParams& params,
+                                Flavor flavor, uint32_t nodes, uint32_t ppn, uint64_t bytes,
+                                const std::vector<Decision>& options) {
+    std::vector<double> out(options.size(), std::nan(""));
+    uint64_t nearest = 0;
+    double distance = 0;
+    for (const Measurement& m : measured) {
+        if (m.nodes != nodes || m.ppn != ppn || m.bytes == 0) continue;
+        const double d = std::fabs(std::log2(static_cast<double>(m.bytes)) - std::log2(static_cast<double>(bytes)));
+        if (nearest == 0 || d < distance) nearest = m.bytes, distance = d;
+    }
+    const model::Shape shape{nearest, static_cast<int>(ppn), static_cast<int>(nodes)};
+    for (const Measurement& m : measured) {
+        if (m.nodes != nodes || m.ppn != ppn || m.bytes != nearest) continue;
+        for (std::size_t i = 0; i < options.size(); ++i) {
+            const bool native = i == 0;
+            if (!native && !same_action(options[i], m.decision)) continue;
+            const double t = native ? m.native_us : m.median_us;
+            const double predicted = model::predict(params, shape, options[i], flavor) * 1e6;
+            if (t > 0 && predicted > 0 && std::isfinite(predicted)) out[i] = t / predicted;
+        }
+    }
+    return out;
+}
+
 }  // namespace
 
 std::vector<Decision> candidates_for(const std::vector<Measurement>& measured, uint32_t ppn) {
@@ -238,6 +265,16 @@ Result build(const Request& request) {
         const bool measured_layout = measured_layouts.count({nodes, ppn}) != 0;
         const uint32_t carry_nodes = measured_layout ? 0 : carried_from(nodes, ppn);
         const std::vector<Decision> options = candidates_for(request.measured, ppn);
+        // A carried decision may yield to any option measured on the layout it comes from, the whole message as one
+        // MPI_Iallreduce included at several ranks per node (serves() keeps it from the model alone): calibrated on
+        // that layout, the model's error for it is measured, not guessed. On 3 nodes x 2, MPICH's non-blocking
+        // allreduce over all ranks crosses nodes in 2 rounds where the node roots' blocking one takes 3.
+        std::vector<Decision> carry_options = options;
+        for (const Measurement& m : request.measured)
+            if (m.nodes == carry_nodes && m.ppn == ppn && m.decision.path != Path::native &&
+                std::none_of(carry_options.begin(), carry_options.end(),
+                             [&](const Decision& d) { return same_action(d, m.decision); }))
+                carry_options.push_back(m.decision);
         for (const auto& [lo, hi] : byte_ranges(request.max_bytes)) {
             PointDecision point;
             point.nodes = nodes;
@@ -292,12 +329,33 @@ Result build(const Request& request) {
             } else if (carry_nodes != 0) {
                 // A node count near a measured one, same ppn: the measured layout's decision for this bucket. The
                 // model's extrapolation across node counts is the weak part (its fitted parameters trade off against
-                // each other); what won across 2 nodes is the better guess for 3 or 4 (docs/tuning.md).
+                // each other); what won across 2 nodes is the better guess for 3 or 4 (docs/tuning.md) -- unless
+                // the model, calibrated on the measured layout (each option's measured / predicted time there),
+                // puts another option measured there ahead at this node count by more than its margin: a
+                // structural change the model knows, such as the libraries' fold on a node count that is not a
+                // power of two, which ARShim's inter-node ring avoids.
                 const auto from = std::find_if(points.begin(), points.end(), [&](const PointDecision& q) {
                     return q.nodes == carry_nodes && q.ppn == point.ppn && q.lo == point.lo;
                 });
                 point.evidence = EvidenceKind::predicted;
                 point.decision = from != points.end() ? from->decision : options[0];
+                const std::vector<double> scale = corrections(request.measured, fitted.params, request.flavor,
+                                                              carry_nodes, ppn, shape.bytes, carry_options);
+                auto calibrated = [&](std::size_t i) {
+                    return scale[i] * model::predict(fitted.params, shape, carry_options[i], request.flavor);
+                };
+                std::size_t carried = 0;
+                while (carried < carry_options.size() && !same_action(carry_options[carried], point.decision))
+                    ++carried;
+                if (carried < carry_options.size() && std::isfinite(calibrated(carried))) {
+                    double best_t = calibrated(carried);
+                    for (std::size_t i = 0; i < carry_options.size(); ++i) {
+                        const double t = calibrated(i);
+                        if (i != carried && sensible_at(carry_options[i], shape.bytes) && std::isfinite(t) &&
+                            t < kPredictedMargin * calibrated(carried) && t < best_t)
+                            point.decision = carry_options[i], best_t = t;
+                    }
+                }
                 point.predicted_us = model::predict(fitted.params, shape, point.decision, request.flavor) * 1e6;
                 point.native_us = native_predicted * 1e6;
                 ++result.points_predicted;

@@ -70,6 +70,21 @@ TEST_CASE("native Open MPI 4.1.4: the tuned table's Rabenseifner on 2 x 2", "[mo
     CHECK(native_time(hand(), Shape{4096, 1, 2}, Flavor::openmpi) == Approx(6.1984e-5));
 }
 
+TEST_CASE("native Open MPI 4.1.4: Rabenseifner on 3 x 2, where the fold renumbers ranks across nodes", "[model]") {
+    // p = 6, pof2 = 4, rem = 2: pairs (0, 1) and (2, 3) fold on their nodes: 2 * (1e-6 + 2 * 1048576 * 1 ns)
+    //   + 1048576 * 0.5 ns = 4.720592e-3. Survivors 1, 3, 4, 5 (nodes 0, 1, 2, 2) renumbered 0..3.
+    // Distance 1 pairs ranks 1 and 3 across nodes (one stream per node; 4 and 5 stay on node 2):
+    //   2 * (1e-5 + 524288 * 10 ns) + 524288 * 0.5 ns = 1.050576e-2 + 2.62144e-4.
+    // Distance 2 pairs 1-4 and 3-5: node 2 sends two streams (15 ns/byte each):
+    //   2 * (1e-5 + 262144 * 15 ns) + 262144 * 0.5 ns = 7.88432e-3 + 1.31072e-4. Total 2.3503888e-2.
+    CHECK(native_time(hand(), Shape{kMiB, 2, 3}, Flavor::openmpi) == Approx(2.3503888e-2));
+    // A power of two keeps block placement's rule: on 4 x 2 distance 1 stays on the node and distances 2 and 4 cross
+    // with both ranks of every node. Fold: none. d1: 2 * (1e-6 + 2 * 524288 ns) + 262144 ns = 2.099152e-3
+    //   + 2.62144e-4; d2: 2 * (1e-5 + 262144 * 15 ns) + 131072 ns = 7.88432e-3 + 1.31072e-4;
+    //   d4: 2 * (1e-5 + 131072 * 15 ns) + 65536 ns = 3.95216e-3 + 6.5536e-5. Total 1.4394384e-2.
+    CHECK(native_time(hand(), Shape{kMiB, 2, 4}, Flavor::openmpi) == Approx(1.4394384e-2));
+}
+
 TEST_CASE("pipelined: segments and window (seed 000)", "[model]") {
     // MPICH, 2 nodes x 1, 1 MiB in 256 KiB segments: 4 Iallreduce (RSA, > 2048 B), each latency 2e-5,
     // transfer 2 * 131072 * 10 ns = 2.62144e-3, reduction 131072 * 0.5 ns = 6.5536e-5.
@@ -83,6 +98,24 @@ TEST_CASE("pipelined: segments and window (seed 000)", "[model]") {
     Decision by_count = pipelined(0, 2);
     by_count.segments = 4;
     CHECK(pipelined_time(hand(), s, by_count, Flavor::mpich) == Approx(1.0595296e-2));
+}
+
+TEST_CASE("pipelined on 3 x 2: the segments in flight wait for the busiest node's own steps", "[model]") {
+    // Open MPI libnbc, 6 ranks, 256 KiB segments (Rabenseifner), 1 MiB, window 4. One segment (n = 262144):
+    //   fold (pairs 0-1, 2-3 on their nodes): latency 2e-6, transfer 2 * 2 * 262144 ns = 1.048576e-3,
+    //     reduce 1.31072e-4; distance 1 (ranks 1-3 across, 4-5 on node 2), one stream: latency 2e-5,
+    //     transfer 2 * 131072 * 10 ns = 2.62144e-3, reduce 6.5536e-5; distance 2 (1-4, 3-5: node 2 sends two
+    //     streams, 15 ns/byte): latency 2e-5, transfer 2 * 65536 * 15 ns = 1.96608e-3, reduce 3.2768e-5.
+    //   latency 4.2e-5, transfer 5.636096e-3 (each step's busiest node), reduce 2.29376e-4, 6 messages.
+    // Node by node: nodes 0 and 1 fold on the node (1.048576e-3) and send one stream in both steps
+    //   (2.62144e-3 + 2 * 65536 * 10 ns = 1.31072e-3): 4.980736e-3; node 2 has no fold, its distance-1 step
+    //   stays on the node (2 * 2 * 131072 ns = 5.24288e-4) and it sends two streams at distance 2 (1.96608e-3):
+    //   2.490368e-3. The busiest node: 4.980736e-3.
+    // segmented(): 4 segments, all in flight: latency 1 * 4.2e-5 + 3 * 6 * 1e-6 = 6e-5; flow: the first segment's
+    //   transfer 5.636096e-3, then 2 + 1 segments at the busiest node's 4.980736e-3, then the last reduction
+    //   2.29376e-4: 2.080768e-2. Total 2.086768e-2.
+    CHECK(pipelined_time(hand(), Shape{kMiB, 2, 3}, pipelined(256 * 1024, 4), Flavor::openmpi) ==
+          Approx(2.086768e-2));
 }
 
 TEST_CASE("multileader: DPML Eq. 7 with l leaders and k pieces (seed 001)", "[model]") {

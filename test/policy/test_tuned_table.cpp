@@ -145,3 +145,36 @@ TEST_CASE("tuned table: measured decisions carry to node counts near the measure
     CHECK(result.toml.find("evidence = \"predicted\"", rule_64) != std::string::npos);
     CHECK(result.points_measured > 0);
 }
+
+TEST_CASE("tuned table: a carried decision yields where the calibrated model sees the structure change", "[tuned]") {
+    // Timings made by the model itself (hand-picked parameters, all "probed" so the fit stays on them), on 2 nodes
+    // x 2 at 4 MiB: segmented 256 KiB 40.0 ms, two leaders 41.4 ms, native 57.7 ms: the segmented path wins there.
+    // On 3 nodes the libraries fold the third node's ranks in and out (cost_model.cpp), and the multi-leader path's
+    // inter-node step goes round ARShim's ring: predicted segmented 80.7 ms, two leaders 52.1 ms. The carried
+    // segmented decision yields to two leaders on 3 nodes; on 4 (a power of two, 55.9 vs 57.5 ms) it stays.
+    model::MachineParams m;
+    m.copy_bw = 1e9, m.intra_latency = 1e-6, m.gamma = 2e9, m.alpha = 1e-5, m.net_bw = 1e8, m.stream_gain = 2;
+    tuned::Request r;
+    r.max_bytes = 16 << 20;
+    r.predict_nodes = {2, 3, 4};
+    r.probed_params = m;
+    r.probed = model::kCopyBw | model::kIntraLatency | model::kGamma | model::kAlpha | model::kNetBw;
+    const Decision segmented = pipelined(256 << 10, 8), two = multileader(2, 1);
+    for (uint64_t bytes : {uint64_t{1} << 20, uint64_t{4} << 20, uint64_t{16} << 20})
+        for (const Decision& d : {segmented, two}) {
+            const model::Shape shape{bytes, 2, 2};
+            const double us = model::predict(m, shape, d, Flavor::mpich) * 1e6;
+            const double native = model::native_time(m, shape, Flavor::mpich) * 1e6;
+            tuned::Measurement x = at(bytes, d, us, us * 0.005, native, native * 0.005);
+            x.nodes = 2, x.ppn = 2;
+            r.measured.push_back(x);
+        }
+    const tuned::Result result = tuned::build(r);
+    INFO(result.toml);
+    REQUIRE(read_table(result.toml, "tuned").problems.empty());
+    CHECK(decide(result.toml, 4 << 20, 2, 2).path == Path::pipelined);
+    const Decision three = decide(result.toml, 4 << 20, 3, 2);
+    CHECK(three.path == Path::multileader);
+    CHECK(three.leaders == 2);
+    CHECK(decide(result.toml, 4 << 20, 4, 2).path == Path::pipelined);
+}
