@@ -8,7 +8,9 @@
 #include <new>
 #include <string>
 
+#include "policy/cost_model.h"
 #include "shim/core/log.h"
+#include "shim/core/runtime.h"
 
 // Tests only (test/verify/kernel_fault.cpp, never installed): every window fails to build. Null in the product.
 extern "C" int arshim_test_fail_shm() __attribute__((weak, visibility("hidden")));
@@ -21,6 +23,24 @@ namespace {
 constexpr std::size_t kSingleNodeChunk = 128 * 1024;
 // Several nodes: large enough that each leader's inter-node step (chunk / l bytes) is not latency-bound.
 constexpr std::size_t kMultiNodeChunk = 1 << 20;
+// Several nodes whose leaders go round ARShim's ring (shim/paths/multileader.cpp): the ring makes 2(h-1) blocking
+// exchanges per chunk, each paying a rendezvous, so larger chunks keep the link busier. 3 emulated hosts x 2,
+// two leaders, 4-16 MiB calls, time / bound with 1, 2, 4 MiB chunks: at 1 Gbit/s 1.40-1.53 / 1.24-1.30 / 1.17-1.20
+// (both MPIs), at 10 Gbit/s (CPU-bound here) within 5% of each other; 16 MiB gained nothing more at 1 Gbit/s
+// (docs/cluster.md "Three nodes"). Not for the library's step: MPICH between 2 hosts with one leader ran 1.4-1.8x
+// slower with 4 MiB chunks.
+constexpr std::size_t kRingChunk = 4 << 20;
+
+// Whether the node domain's leaders would take ARShim's ring for a large partition (values identical everywhere).
+bool leaders_take_ring(const ShmDomain& domain) {
+    if (!domain.leaders_may_ring || domain.count < 2) return false;
+    switch (runtime().internode) {
+    case InternodeMode::ring: return true;
+    case InternodeMode::library: return false;
+    case InternodeMode::automatic: break;
+    }
+    return policy::model::internode_ring_auto(static_cast<uint32_t>(domain.count), UINT64_MAX);
+}
 
 }  // namespace
 
@@ -74,7 +94,9 @@ ShmState* create_shm_state(CommContext& ctx, const ShmDomain& domain, std::size_
 
     // The chunk size decides how many inter-node steps each leader makes, so it must be the same on every node: it
     // is derived from values identical on all ranks (largest ppn, node count, settings, the call's size).
-    state->preferred_chunk = domain.count > 1 ? kMultiNodeChunk : kSingleNodeChunk;
+    state->preferred_chunk = domain.count <= 1 ? kSingleNodeChunk
+                             : leaders_take_ring(domain) ? kRingChunk
+                                                         : kMultiNodeChunk;
     const std::size_t largest_sets = static_cast<std::size_t>(kShmBuffers) * (domain.size_max + 1);
     const std::size_t largest_control = 3 * static_cast<std::size_t>(domain.size_max) * kCacheLine;
     const std::size_t shm_max = static_cast<std::size_t>(ctx.config->number(OptionId::shm_max));
@@ -188,6 +210,7 @@ ShmState* node_shm(CommContext& ctx, uint64_t bytes, vocab::Reason* reason) {
         domain.size = ctx.node_size;
         domain.size_max = ctx.ppn_max;
         domain.count = ctx.node_count;
+        domain.leaders_may_ring = true;
         node.state = create_shm_state(ctx, domain, wanted);
     } else {
         ShmState& s = *node.state;

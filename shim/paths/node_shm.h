@@ -72,6 +72,7 @@ struct ShmDomain {
     int size_max = 1;               // largest domain of the communicator (identical on all ranks)
     int count = 1;                  // domains of the communicator (identical on all ranks)
     const char* name = "node";      // for the log
+    bool leaders_may_ring = false;  // the multi-leader path's node domain: its leaders may take ARShim's ring
 };
 
 // The window and protocol state of one shared-memory domain: the node (its context slot, below) or, for the SHARP

@@ -47,6 +47,11 @@ check() {
 check 6 ring "auto, 3 nodes x 2, large partitions" ARSHIM_LEADERS=2 -- "$prog" --quick --large 300007
 check 4 none "auto, 2 nodes x 2" ARSHIM_LEADERS=2 -- "$prog" --quick --large 300007
 check 6 none "library forced, 3 nodes x 2" ARSHIM_LEADERS=2 ARSHIM_INTERNODE=library -- "$prog" --quick --large 300007
+# One leader: a leader's partition is the whole chunk (up to 4 MiB where the leaders take the ring), so each ring
+# step moves half (2 nodes) or a third (3 nodes) of it.
+check 6 ring "auto, 3 nodes x 2, one leader, blocks in pieces" ARSHIM_LEADERS=1 -- "$prog" --quick --large 300007
+check 4 ring "ring forced, 2 nodes x 2, one leader, blocks in pieces" ARSHIM_LEADERS=1 ARSHIM_INTERNODE=ring \
+  -- "$prog" --quick --large 300007
 check 6 ring "ring forced, 3 nodes x 2, many chunks" ARSHIM_LEADERS=2 ARSHIM_INTERNODE=ring ARSHIM_SHM_MAX=64K \
   -- "$prog" --quick --subcomms --large 20011
 check 4 ring "ring forced, 2 nodes x 2, pipeline_k 3" ARSHIM_LEADERS=2 ARSHIM_PIPELINE_K=3 ARSHIM_INTERNODE=ring \
