@@ -132,6 +132,15 @@ std::vector<Decision> candidates_for(const std::vector<Measurement>& measured, u
     return out;
 }
 
+std::vector<Decision> measured_options(const std::vector<Measurement>& measured, uint32_t nodes, uint32_t ppn) {
+    std::vector<Decision> out = candidates_for(measured, ppn);
+    for (const Measurement& m : measured)
+        if (m.nodes == nodes && m.ppn == ppn && m.decision.path != Path::native &&
+            std::none_of(out.begin(), out.end(), [&](const Decision& d) { return same_action(d, m.decision); }))
+            out.push_back(m.decision);
+    return out;
+}
+
 std::vector<uint64_t> crossover_sizes(const model::MachineParams& params, Flavor flavor, uint32_t nodes, uint32_t ppn,
                                       const std::vector<Decision>& candidates, uint64_t lo, uint64_t hi) {
     std::vector<uint64_t> out;
@@ -162,7 +171,7 @@ std::vector<uint64_t> measured_changes(const std::vector<Measurement>& measured,
     std::set<uint64_t> sizes;
     for (const Measurement& m : measured)
         if (m.nodes == nodes && m.ppn == ppn && m.bytes > 0) sizes.insert(m.bytes);
-    const std::vector<Decision> options = candidates_for(measured, ppn);
+    const std::vector<Decision> options = measured_options(measured, nodes, ppn);
     std::vector<uint64_t> out;
     uint64_t previous = 0;
     Decision previous_decision;
@@ -264,17 +273,16 @@ Result build(const Request& request) {
     for (const auto& [nodes, ppn] : order) {
         const bool measured_layout = measured_layouts.count({nodes, ppn}) != 0;
         const uint32_t carry_nodes = measured_layout ? 0 : carried_from(nodes, ppn);
-        const std::vector<Decision> options = candidates_for(request.measured, ppn);
-        // A carried decision may yield to any option measured on the layout it comes from, the whole message as one
-        // MPI_Iallreduce included at several ranks per node (serves() keeps it from the model alone): calibrated on
-        // that layout, the model's error for it is measured, not guessed. On 3 nodes x 2, MPICH's non-blocking
-        // allreduce over all ranks crosses nodes in 2 rounds where the node roots' blocking one takes 3.
-        std::vector<Decision> carry_options = options;
-        for (const Measurement& m : request.measured)
-            if (m.nodes == carry_nodes && m.ppn == ppn && m.decision.path != Path::native &&
-                std::none_of(carry_options.begin(), carry_options.end(),
-                             [&](const Decision& d) { return same_action(d, m.decision); }))
-                carry_options.push_back(m.decision);
+        // The model alone weighs the candidates that serve the ppn; a measured layout, and a carried decision
+        // calibrated on one, weigh everything measured there, the whole message as one MPI_Iallreduce included at
+        // several ranks per node (serves() keeps it from the model alone): measured, its cost is known, not guessed.
+        // On 3 nodes x 2, MPICH's non-blocking allreduce over all ranks crosses nodes in 2 rounds where the node
+        // roots' blocking one takes 3.
+        const std::vector<Decision> model_options = candidates_for(request.measured, ppn);
+        const std::vector<Decision> options =
+            measured_layout ? measured_options(request.measured, nodes, ppn) : model_options;
+        const std::vector<Decision> carry_options =
+            carry_nodes != 0 ? measured_options(request.measured, carry_nodes, ppn) : model_options;
         for (const auto& [lo, hi] : byte_ranges(request.max_bytes)) {
             PointDecision point;
             point.nodes = nodes;
@@ -366,9 +374,9 @@ Result build(const Request& request) {
                 // ARSHIM_POLICY_MODE=prepend) decide there.
                 int chosen = 0;
                 double chosen_t = native_predicted;
-                for (std::size_t i = 1; i < options.size(); ++i) {
-                    if (!sensible_at(options[i], shape.bytes)) continue;
-                    const double t = model::predict(fitted.params, shape, options[i], request.flavor);
+                for (std::size_t i = 1; i < model_options.size(); ++i) {
+                    if (!sensible_at(model_options[i], shape.bytes)) continue;
+                    const double t = model::predict(fitted.params, shape, model_options[i], request.flavor);
                     if (std::isfinite(t) && t < chosen_t && t < kPredictedMargin * native_predicted)
                         chosen = static_cast<int>(i), chosen_t = t;
                 }
@@ -377,7 +385,7 @@ Result build(const Request& request) {
                     continue;
                 }
                 point.evidence = EvidenceKind::predicted;
-                point.decision = options[chosen];
+                point.decision = model_options[chosen];
                 point.predicted_us = chosen_t * 1e6;
                 point.native_us = native_predicted * 1e6;
                 ++result.points_predicted;

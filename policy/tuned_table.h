@@ -51,6 +51,10 @@ struct Result {
 // needs ppn > 1 and at most ppn leaders), and the library's allreduce.
 std::vector<Decision> candidates_for(const std::vector<Measurement>& measured, uint32_t ppn);
 
+// The options a measured layout (nodes, ppn) is decided among: candidates_for(ppn) and every other choice measured on
+// that layout (the whole message as one MPI_Iallreduce at several ranks per node: measured, not left to the model).
+std::vector<Decision> measured_options(const std::vector<Measurement>& measured, uint32_t nodes, uint32_t ppn);
+
 // Sizes in [lo, hi] where the fitted model's fastest candidate for the layout changes (seed 001 §6: the model gives
 // the direction, measurement the location): where the tuner measures next.
 std::vector<uint64_t> crossover_sizes(const model::MachineParams& params, Flavor flavor, uint32_t nodes, uint32_t ppn,

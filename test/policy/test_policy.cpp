@@ -162,6 +162,20 @@ TEST_CASE("the built-in policy: the measured rules, per MPI", "[policy][default]
     CHECK(o.decide(call(8192, 2, 1)).path == Path::multileader);
     CHECK(o.decide(call(8192, 2, 1)).leaders == 2);
 
+    // MPICH on 3 and 4 nodes x 2, 32 B..4 KiB: one MPI_Iallreduce of the message over every rank; not on 2 or 5 nodes,
+    // other ppn, or Open MPI.
+    const Decision flat = m.decide(call(32, 2, 3));
+    CHECK(flat.path == Path::pipelined);
+    CHECK(flat.window == 1);
+    CHECK(flat.segment_bytes == 64u << 10);
+    CHECK(m.decide(call(4095, 2, 4)).path == Path::pipelined);
+    CHECK(m.decide(call(16, 2, 3)).path == Path::native);
+    CHECK(m.decide(call(4096, 2, 3)).path == Path::multileader);
+    CHECK(m.decide(call(32, 2, 2)).path == Path::native);
+    CHECK(m.decide(call(32, 2, 5)).path == Path::native);
+    CHECK(m.decide(call(32, 4, 3)).path == Path::native);
+    CHECK(o.decide(call(32, 2, 3)).path == Path::native);
+
     // Several nodes: MPICH multileader from 4 KiB; Open MPI multileader 16 KiB..1 MiB, then pipelined 1 MiB segments.
     CHECK(m.decide(call(2048, 2, 2)).path == Path::native);
     CHECK(m.decide(call(4096, 2, 2)).path == Path::multileader);

@@ -72,23 +72,34 @@ TEST_CASE("tuned table: candidates the layout cannot take are not weighed", "[tu
     CHECK(tuned::candidates_for(m, 4).size() == 2);  // native and 4 leaders
     CHECK(tuned::candidates_for(m, 2).size() == 1);  // 4 leaders do not fit 2 ranks per node
     CHECK(tuned::candidates_for(m, 1).size() == 1);
-    // The whole message as one non-blocking allreduce ("pipelined-one") is weighed for one rank per node only, even
-    // where it was measured faster with more (docs/tuning.md "One rank per node, small sizes").
+    // The whole message as one non-blocking allreduce ("pipelined-one") is weighed by the model for one rank per node
+    // only (on one node it predicted it where multi-leader measures 2-4x better), but where it was measured, the
+    // measurement decides: on the measured layout, and on node counts carried from it.
     Decision one = pipelined(0, 1);
     one.segments = 1;
     std::vector<tuned::Measurement> small{at(256, one, 2, 0.1, 4, 0.1)};
+    small[0].nodes = 2;
     CHECK(tuned::candidates_for(small, 1).size() == 2);
     CHECK(tuned::candidates_for(small, 4).size() == 1);
+    CHECK(tuned::measured_options(small, 2, 4).size() == 2);
+    CHECK(tuned::measured_options(small, 3, 4).size() == 1);
     tuned::Request r;
     r.max_bytes = 4096;
+    r.predict_nodes = {2, 3, 64};
     r.measured = small;
     const tuned::Result result = tuned::build(r);
     INFO(result.toml);
-    CHECK(decide(result.toml, 256).path == Path::native);
+    const Decision measured = decide(result.toml, 256, 2, 4);
+    CHECK(measured.path == Path::pipelined);
+    CHECK(measured.segments == 1);
+    CHECK(decide(result.toml, 256, 3, 4).path == Path::pipelined);  // carried from 2 x 4
+    // 64 nodes: beyond the carry's reach, the model alone decides, without it.
+    const Decision far = decide(result.toml, 256, 64, 4);
+    CHECK((far.rule < 0 || far.path != Path::pipelined));
     r.measured[0].ppn = 1;
     const tuned::Result per_node = tuned::build(r);
     INFO(per_node.toml);
-    const Decision chosen = decide(per_node.toml, 256, 1, 1);
+    const Decision chosen = decide(per_node.toml, 256, 2, 1);
     CHECK(chosen.path == Path::pipelined);
     CHECK(chosen.segments == 1);
 }
