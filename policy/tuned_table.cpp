@@ -68,10 +68,9 @@ struct Tally {
     int sizes = 0;
 };
 
-// The decision the measurements make at the measured size nearest to `bytes`: the fastest candidate measured there
-// when it beats native beyond the noise and can be applied at `bytes`, else native.
-Decision nearest_measured(const std::vector<Measurement>& measured, uint32_t nodes, uint32_t ppn, uint64_t bytes,
-                          const std::vector<Decision>& options) {
+// The size measured on (nodes, ppn) nearest to `bytes` in log scale, 0 counted as 1 (as measurements at it match);
+// 0 when the layout has no measurement.
+uint64_t nearest_size(const std::vector<Measurement>& measured, uint32_t nodes, uint32_t ppn, uint64_t bytes) {
     uint64_t nearest = 0;
     double distance = 0;
     for (const Measurement& m : measured) {
@@ -80,6 +79,19 @@ Decision nearest_measured(const std::vector<Measurement>& measured, uint32_t nod
                                    std::log2(static_cast<double>(std::max<uint64_t>(bytes, 1))));
         if (nearest == 0 || d < distance) nearest = std::max<uint64_t>(m.bytes, 1), distance = d;
     }
+    return nearest;
+}
+
+// Appends `d` to `out` unless an option there takes the same action.
+void add_distinct(std::vector<Decision>& out, const Decision& d) {
+    if (std::none_of(out.begin(), out.end(), [&](const Decision& o) { return same_action(o, d); })) out.push_back(d);
+}
+
+// The decision the measurements make at the measured size nearest to `bytes`: the fastest candidate measured there
+// when it beats native beyond the noise and can be applied at `bytes`, else native.
+Decision nearest_measured(const std::vector<Measurement>& measured, uint32_t nodes, uint32_t ppn, uint64_t bytes,
+                          const std::vector<Decision>& options) {
+    const uint64_t nearest = nearest_size(measured, nodes, ppn, bytes);
     const Measurement* best = nullptr;
     for (const Measurement& m : measured) {
         if (m.nodes != nodes || m.ppn != ppn || std::max<uint64_t>(m.bytes, 1) != nearest) continue;
@@ -99,16 +111,10 @@ std::vector<double> corrections(const std::vector<Measurement>& measured, const 
                                 Flavor flavor, uint32_t nodes, uint32_t ppn, uint64_t bytes,
                                 const std::vector<Decision>& options) {
     std::vector<double> out(options.size(), std::nan(""));
-    uint64_t nearest = 0;
-    double distance = 0;
-    for (const Measurement& m : measured) {
-        if (m.nodes != nodes || m.ppn != ppn || m.bytes == 0) continue;
-        const double d = std::fabs(std::log2(static_cast<double>(m.bytes)) - std::log2(static_cast<double>(bytes)));
-        if (nearest == 0 || d < distance) nearest = m.bytes, distance = d;
-    }
+    const uint64_t nearest = nearest_size(measured, nodes, ppn, bytes);
     const model::Shape shape{nearest, static_cast<int>(ppn), static_cast<int>(nodes)};
     for (const Measurement& m : measured) {
-        if (m.nodes != nodes || m.ppn != ppn || m.bytes != nearest) continue;
+        if (m.nodes != nodes || m.ppn != ppn || std::max<uint64_t>(m.bytes, 1) != nearest) continue;
         for (std::size_t i = 0; i < options.size(); ++i) {
             const bool native = i == 0;
             if (!native && !same_action(options[i], m.decision)) continue;
@@ -124,20 +130,15 @@ std::vector<double> corrections(const std::vector<Measurement>& measured, const 
 
 std::vector<Decision> candidates_for(const std::vector<Measurement>& measured, uint32_t ppn) {
     std::vector<Decision> out{native_decision()};
-    for (const Measurement& m : measured) {
-        if (!serves(m.decision, ppn)) continue;
-        if (std::none_of(out.begin(), out.end(), [&](const Decision& d) { return same_action(d, m.decision); }))
-            out.push_back(m.decision);
-    }
+    for (const Measurement& m : measured)
+        if (serves(m.decision, ppn)) add_distinct(out, m.decision);
     return out;
 }
 
 std::vector<Decision> measured_options(const std::vector<Measurement>& measured, uint32_t nodes, uint32_t ppn) {
     std::vector<Decision> out = candidates_for(measured, ppn);
     for (const Measurement& m : measured)
-        if (m.nodes == nodes && m.ppn == ppn && m.decision.path != Path::native &&
-            std::none_of(out.begin(), out.end(), [&](const Decision& d) { return same_action(d, m.decision); }))
-            out.push_back(m.decision);
+        if (m.nodes == nodes && m.ppn == ppn && m.decision.path != Path::native) add_distinct(out, m.decision);
     return out;
 }
 
@@ -355,14 +356,13 @@ Result build(const Request& request) {
                 std::size_t carried = 0;
                 while (carried < carry_options.size() && !same_action(carry_options[carried], point.decision))
                     ++carried;
-                if (carried < carry_options.size() && std::isfinite(calibrated(carried))) {
-                    double best_t = calibrated(carried);
-                    for (std::size_t i = 0; i < carry_options.size(); ++i) {
-                        const double t = calibrated(i);
-                        if (i != carried && sensible_at(carry_options[i], shape.bytes) && std::isfinite(t) &&
-                            t < kPredictedMargin * calibrated(carried) && t < best_t)
-                            point.decision = carry_options[i], best_t = t;
-                    }
+                const double carried_t = carried < carry_options.size() ? calibrated(carried) : std::nan("");
+                double best_t = carried_t;
+                for (std::size_t i = 0; std::isfinite(carried_t) && i < carry_options.size(); ++i) {
+                    const double t = calibrated(i);
+                    if (i != carried && sensible_at(carry_options[i], shape.bytes) && std::isfinite(t) &&
+                        t < kPredictedMargin * carried_t && t < best_t)
+                        point.decision = carry_options[i], best_t = t;
                 }
                 point.predicted_us = model::predict(fitted.params, shape, point.decision, request.flavor) * 1e6;
                 point.native_us = native_predicted * 1e6;

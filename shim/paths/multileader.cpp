@@ -71,18 +71,16 @@ int ring_allreduce(char* data, std::size_t count, const Call& call, MPI_Comm com
     return MPI_SUCCESS;
 }
 
-// Whether a leader's partition of `count` elements goes round ARShim's ring: identical on every leader (the node
-// count, the setting and the partition's size are), so all members of a leader communicator take the same step.
-bool use_ring(const Call& call, std::size_t count) {
+}  // namespace
+
+bool internode_takes_ring(int nodes, uint64_t partition_bytes) {
     switch (runtime().internode) {
     case InternodeMode::ring: return true;
     case InternodeMode::library: return false;
     case InternodeMode::automatic: break;
     }
-    return policy::model::internode_ring_auto(static_cast<uint32_t>(call.ctx.node_count), count * call.type.size);
+    return policy::model::internode_ring_auto(static_cast<uint32_t>(nodes), partition_bytes);
 }
-
-}  // namespace
 
 PathOutcome run_multileader(const Call& call) {
     CommContext& ctx = call.ctx;
@@ -96,7 +94,7 @@ PathOutcome run_multileader(const Call& call) {
     const int leaders = std::clamp<int>(static_cast<int>(call.decision.leaders), 1, std::min(ctx.ppn_min, kMaxLeaders));
     MPI_Comm leader_comm = ctx.node_count > 1 ? node_leader_comm(ctx, leaders) : MPI_COMM_NULL;
     const int rc = run_node_protocol(call, *state, call.nary, leaders, [&](void* data, std::size_t count, void* scratch) {
-        const bool ring = use_ring(call, count);
+        const bool ring = internode_takes_ring(call.ctx.node_count, count * call.type.size);
         if (g_phase_times_on) ++g_phase_times.internode_steps, g_phase_times.ring_steps += ring ? 1 : 0;
         if (ring) return ring_allreduce(static_cast<char*>(data), count, call, leader_comm, static_cast<char*>(scratch));
         return internode_allreduce(data, count, call, leader_comm);

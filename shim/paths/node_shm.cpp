@@ -8,9 +8,8 @@
 #include <new>
 #include <string>
 
-#include "policy/cost_model.h"
 #include "shim/core/log.h"
-#include "shim/core/runtime.h"
+#include "shim/paths/paths.h"
 
 // Tests only (test/verify/kernel_fault.cpp, never installed): every window fails to build. Null in the product.
 extern "C" int arshim_test_fail_shm() __attribute__((weak, visibility("hidden")));
@@ -30,17 +29,6 @@ constexpr std::size_t kMultiNodeChunk = 1 << 20;
 // (docs/cluster.md "Three nodes"). Not for the library's step: MPICH between 2 hosts with one leader ran 1.4-1.8x
 // slower with 4 MiB chunks.
 constexpr std::size_t kRingChunk = 4 << 20;
-
-// Whether the node domain's leaders would take ARShim's ring for a large partition (values identical everywhere).
-bool leaders_take_ring(const ShmDomain& domain) {
-    if (!domain.leaders_may_ring || domain.count < 2) return false;
-    switch (runtime().internode) {
-    case InternodeMode::ring: return true;
-    case InternodeMode::library: return false;
-    case InternodeMode::automatic: break;
-    }
-    return policy::model::internode_ring_auto(static_cast<uint32_t>(domain.count), UINT64_MAX);
-}
 
 }  // namespace
 
@@ -95,7 +83,7 @@ ShmState* create_shm_state(CommContext& ctx, const ShmDomain& domain, std::size_
     // The chunk size decides how many inter-node steps each leader makes, so it must be the same on every node: it
     // is derived from values identical on all ranks (largest ppn, node count, settings, the call's size).
     state->preferred_chunk = domain.count <= 1 ? kSingleNodeChunk
-                             : leaders_take_ring(domain) ? kRingChunk
+                             : domain.leaders_may_ring && internode_takes_ring(domain.count, UINT64_MAX) ? kRingChunk
                                                          : kMultiNodeChunk;
     const std::size_t largest_sets = static_cast<std::size_t>(kShmBuffers) * (domain.size_max + 1);
     const std::size_t largest_control = 3 * static_cast<std::size_t>(domain.size_max) * kCacheLine;
