@@ -366,6 +366,16 @@ Result build(const Request& request) {
                 }
                 point.predicted_us = model::predict(fitted.params, shape, point.decision, request.flavor) * 1e6;
                 point.native_us = native_predicted * 1e6;
+                // A carried decision is a rule only when it is a positive one the model does not contradict here.
+                // The library's allreduce carried means only that nothing beat it on the measured layout, and an
+                // ARShim path the uncalibrated model puts behind the library at this node count is a structural
+                // change the calibration hid (Open MPI's non-blocking allreduce, 1.2x the library's on 2 x 2 at 8 B,
+                // 0.57x on 3 x 2). Neither is evidence: the rules after the table decide, as where the model alone
+                // sees no win (docs/tuning.md "The 10 Gbit/s half").
+                if (point.decision.path == Path::native || point.predicted_us > point.native_us) {
+                    ++result.points_deferred;
+                    continue;
+                }
                 ++result.points_predicted;
             } else {
                 // Predicted: the fastest modelled candidate, when it beats native by the model's margin. Where the

@@ -189,3 +189,39 @@ TEST_CASE("tuned table: a carried decision yields where the calibrated model see
     CHECK(three.leaders == 2);
     CHECK(decide(result.toml, 4 << 20, 4, 2).path == Path::pipelined);
 }
+
+TEST_CASE("tuned table: carried decisions are rules only when positive and not contradicted by the model", "[tuned]") {
+    // Measured on 2 nodes x 2 at 256 B: the whole message as one MPI_Iallreduce at half the library's time, and at
+    // 4 KiB one leader slower than the library. On 3 nodes x 2 the model (Open MPI: its non-blocking allreduce pays
+    // the fold of 6 ranks in both directions) puts that one MPI_Iallreduce behind the library's allreduce, and the
+    // library carried to 2 KiB (the 4 KiB measurement decides 2 x 2 from 1 KiB) is only the absence of a win:
+    // neither is a rule there (the rules after the table decide). On the measured layout both stay rules.
+    model::MachineParams m;
+    m.copy_bw = 1e10, m.intra_latency = 5e-6, m.gamma = 4e9, m.alpha = 2e-5, m.net_bw = 1e9, m.stream_gain = 1;
+    tuned::Request r;
+    r.flavor = Flavor::openmpi;
+    r.max_bytes = 64 << 10;
+    r.predict_nodes = {2, 3};
+    r.probed_params = m;
+    r.probed = model::kCopyBw | model::kIntraLatency | model::kGamma | model::kAlpha | model::kNetBw;
+    Decision one = pipelined(0, 1);
+    one.segments = 1;
+    const model::Shape three{256, 2, 3};
+    REQUIRE(model::predict(m, three, one, Flavor::openmpi) > model::native_time(m, three, Flavor::openmpi));
+    tuned::Measurement small = at(256, one, 40, 1, 80, 1), leader = at(4096, multileader(1, 1), 120, 2, 90, 2);
+    small.nodes = leader.nodes = 2;
+    small.ppn = leader.ppn = 2;
+    r.measured = {small, leader};
+    const tuned::Result result = tuned::build(r);
+    INFO(result.toml);
+    REQUIRE(read_table(result.toml, "tuned").problems.empty());
+    const Decision measured_one = decide(result.toml, 256, 2, 2);
+    CHECK(measured_one.path == Path::pipelined);
+    CHECK(measured_one.segments == 1);
+    const Decision measured_native = decide(result.toml, 4096, 2, 2);
+    CHECK(measured_native.rule >= 0);
+    CHECK(measured_native.path == Path::native);
+    CHECK(decide(result.toml, 256, 3, 2).rule < 0);
+    CHECK(decide(result.toml, 2048, 2, 2).path == Path::native);
+    CHECK(decide(result.toml, 2048, 3, 2).rule < 0);
+}
