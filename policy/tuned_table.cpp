@@ -25,7 +25,10 @@ Decision native_decision() {
 }
 
 bool serves(const Decision& d, uint32_t ppn) {
-    if (d.path == Path::multileader) return ppn > 1 && d.leaders <= ppn;
+    // At one rank per node, one leader is ARShim's ring over the ranks where the inter-node step takes it (3, 5, 6
+    // or 7 nodes, from 64 KiB: shim/paths/multileader.cpp); elsewhere the path declines to the library's own, which
+    // the model predicts no faster than native (the library's allreduce among the nodes plus the copies).
+    if (d.path == Path::multileader) return ppn > 1 ? d.leaders <= ppn : d.leaders == 1;
     // The whole message as one MPI_Iallreduce (the tuner's "pipelined-one") is there for one rank per node, where
     // MPICH's blocking allreduce takes twice the rounds below 2 KiB (docs/tuning.md). With several ranks per node the
     // model would weigh it against the node paths with its weakest part (the library's shared-memory steps): on one

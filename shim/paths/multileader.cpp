@@ -3,6 +3,8 @@
 // pieces (DPML-Pipelined, seed 001 §4). Its per-communicator state is the node slot's (window, leader
 // communicators), which the SHARP path shares.
 #include <algorithm>
+#include <cstring>
+#include <vector>
 
 #include "policy/cost_model.h"
 #include "shim/core/runtime.h"
@@ -71,6 +73,48 @@ int ring_allreduce(char* data, std::size_t count, const Call& call, MPI_Comm com
     return MPI_SUCCESS;
 }
 
+// One rank per node (ppn 1 on every node): no node phase, so the node window is not built (node_shm() declines),
+// and on the node counts where the inter-node step takes ARShim's ring the whole call goes round it among all ranks
+// (measured on 3 emulated nodes x 1, 1 Gbit/s: docs/cluster.md "One rank per node on three nodes"; the libraries
+// and the pipelined path fold the third node in and out there). The ring runs on a duplicate of the user's
+// communicator, so its point-to-point messages never meet the user's, in chunks whose blocks fit a fixed scratch
+// buffer (made on the first call, never grown: the hot path allocates nothing).
+constexpr std::size_t kOneRankRingBlock = std::size_t{1} << 20;
+
+struct OneRankRing : PathState {
+    MPI_Comm comm = MPI_COMM_NULL;
+    std::vector<char> scratch;
+    ~OneRankRing() override {
+        if (comm != MPI_COMM_NULL) PMPI_Comm_free(&comm);
+    }
+};
+
+int run_one_rank_ring(const Call& call) {
+    CommContext& ctx = call.ctx;
+    OneRankRing& ring = ctx.ensure_slot<OneRankRing>(PathSlot::multileader);
+    if (ring.comm == MPI_COMM_NULL) {  // collective: every rank takes this path in the same call (identical values)
+        const int rc = PMPI_Comm_dup(ctx.comm, &ring.comm);
+        if (rc != MPI_SUCCESS) return rc;
+        ring.scratch.resize(kOneRankRingBlock);
+    }
+    const std::size_t element = call.type.size;
+    const std::size_t count = static_cast<std::size_t>(call.args.count);
+    char* data = static_cast<char*>(call.args.recvbuf);
+    if (call.args.sendbuf != MPI_IN_PLACE && count > 0) std::memcpy(data, call.args.sendbuf, count * element);
+    // A chunk of h blocks of at most kOneRankRingBlock bytes each (ring_allreduce's blocks are count / h elements).
+    const std::size_t chunk = std::max<std::size_t>(1, kOneRankRingBlock / element) * static_cast<std::size_t>(ctx.size);
+    PhaseClock clock;
+    for (std::size_t first = 0; first < count; first += chunk) {
+        const int rc = ring_allreduce(data + first * element, std::min(chunk, count - first), call, ring.comm,
+                                      ring.scratch.data());
+        if (g_phase_times_on) ++g_phase_times.internode_steps, ++g_phase_times.ring_steps;
+        clock.chunk();
+        clock.lap(&PhaseTimes::internode);
+        if (rc != MPI_SUCCESS) return rc;
+    }
+    return MPI_SUCCESS;
+}
+
 }  // namespace
 
 bool internode_takes_ring(int nodes, uint64_t partition_bytes) {
@@ -84,6 +128,10 @@ bool internode_takes_ring(int nodes, uint64_t partition_bytes) {
 
 PathOutcome run_multileader(const Call& call) {
     CommContext& ctx = call.ctx;
+    // Decided on values identical on every rank (layout, size, settings), so every rank takes the same branch.
+    if (ctx.ppn_max == 1 && ctx.node_count > 1 && call.nary != nullptr &&
+        internode_takes_ring(ctx.node_count, call.bytes))
+        return PathOutcome::done(run_one_rank_ring(call));
     vocab::Reason reason = vocab::Reason::path_unavailable;
     ShmState* state = node_shm(ctx, call.bytes, &reason);
     if (state == nullptr) return PathOutcome::decline(reason);

@@ -6,7 +6,9 @@
 #   - auto on 3 nodes with a large case (partitions of >= 64 KiB): some steps on the ring;
 #   - auto on 2 nodes: none (a power of two: the library's allreduce);
 #   - ring forced on 2 nodes, and on uneven nodes (2 + 2 + 1 ranks: one leader each): steps on the ring, right
-#     results; library forced on 3 nodes: none.
+#     results; library forced on 3 nodes: none;
+#   - one rank per node (PPN=1: no node window): auto on 3 nodes, the large calls round the ring over all ranks;
+#     forced on 2 and 5 nodes, every call (counts 0, 1, below the rank count, primes) round it.
 #
 #   internode_ring_test.sh FLAVOR SHIM_LIB CHECK_PROGRAM
 set -uo pipefail
@@ -21,7 +23,7 @@ check() {
   shift 3
   local out rings
   out=$(ARSHIM_TEST_TIMEOUT=300 "$here/mpirun.sh" "$flavor" "$np" "$shim" CHECK_FLAVOR="$flavor" CHECK_EXPECT_SHIM=1 \
-          CHECK_NO_LIBRARY_BUGS=1 CHECK_EXPECT_PATH=multileader ARSHIM_PATH=multileader ARSHIM_VIRTUAL_PPN=2 \
+          CHECK_NO_LIBRARY_BUGS=1 CHECK_EXPECT_PATH=multileader ARSHIM_PATH=multileader ARSHIM_VIRTUAL_PPN="${PPN:-2}" \
           ARSHIM_PHASE_TIMES=1 "$@" 2>&1)
   local rc=$?
   if [[ $rc -ne 0 ]] || ! grep -qE "check_allreduce: $np ranks, [0-9]+ checks, 0 failures" <<<"$out"; then
@@ -58,4 +60,9 @@ check 4 ring "ring forced, 2 nodes x 2, pipeline_k 3" ARSHIM_LEADERS=2 ARSHIM_PI
   -- "$prog" --quick --large 20011
 check 5 ring "ring forced, uneven nodes 2 + 2 + 1" ARSHIM_LEADERS=2 ARSHIM_INTERNODE=ring -- "$prog" --quick --subcomms \
   --large 20011
+PPN=1 check 3 ring "auto, 3 nodes x 1, the whole call on the ring" -- "$prog" --quick --subcomms --large 300007
+PPN=1 check 2 ring "ring forced, 2 nodes x 1, every count" ARSHIM_INTERNODE=ring -- "$prog" --quick --in-place-first \
+  --large 20011
+PPN=1 check 5 ring "ring forced, 5 nodes x 1, every count" ARSHIM_INTERNODE=ring -- "$prog" --quick --subcomms \
+  --in-place-first --large 20011
 exit $fail

@@ -104,6 +104,26 @@ TEST_CASE("tuned table: candidates the layout cannot take are not weighed", "[tu
     CHECK(chosen.segments == 1);
 }
 
+TEST_CASE("tuned table: one rank per node weighs the ring (one leader) where it was measured", "[tuned]") {
+    // 3 nodes x 1: one leader (the ring over the ranks) 2x faster than the library at 1 MiB, the segmented path
+    // 1.2x. Two leaders cannot be had with one rank per node.
+    std::vector<tuned::Measurement> m{at(1 << 20, multileader(1, 1), 13000, 100, 30000, 300),
+                                      at(1 << 20, pipelined(64 << 10, 8), 25000, 200, 30000, 300)};
+    for (tuned::Measurement& x : m) x.nodes = 3, x.ppn = 1;
+    CHECK(tuned::candidates_for(m, 1).size() == 3);  // native, one leader, the segmented path
+    std::vector<tuned::Measurement> two{at(1 << 20, multileader(2, 1), 12000, 100, 30000, 300)};
+    CHECK(tuned::candidates_for(two, 1).size() == 1);
+    tuned::Request r;
+    r.max_bytes = 4 << 20;
+    r.predict_nodes = {3};
+    r.measured = m;
+    const tuned::Result result = tuned::build(r);
+    INFO(result.toml);
+    const Decision chosen = decide(result.toml, 1 << 20, 3, 1);
+    CHECK(chosen.path == Path::multileader);
+    CHECK(chosen.leaders == 1);
+}
+
 TEST_CASE("tuned table: the model's parameters round-trip through [model] keys", "[tuned]") {
     model::MachineParams p;
     p.alpha = 3e-6;

@@ -108,12 +108,16 @@ def size_text(b):
     return str(b)
 
 
-def candidates(ppn):
-    """The paths and parameters the tuner measures: multi-leader with 1, 2, 4.. leaders (several ranks per node),
-    pipelined with 64 KiB to 1 MiB segments (64 KiB and more), and below 64 KiB the whole message as one
-    non-blocking allreduce (MPICH 4.0.2's is up to 1.8x faster than its blocking one there at one rank per node:
-    docs/tuning.md). Each: (name, ARSHIM_* settings, decision, min bytes, max bytes or None)."""
+def candidates(ppn, nodes):
+    """The paths and parameters the tuner measures: multi-leader with 1, 2, 4.. leaders (several ranks per node), or
+    at one rank per node on 3, 5, 6 or 7 nodes from 64 KiB with one leader, which is ARShim's ring over the ranks
+    there (shim/paths/multileader.cpp); pipelined with 64 KiB to 1 MiB segments (64 KiB and more), and below 64 KiB
+    the whole message as one non-blocking allreduce (MPICH 4.0.2's is up to 1.8x faster than its blocking one there
+    at one rank per node: docs/tuning.md). Each: (name, ARSHIM_* settings, decision, min bytes, max bytes or None)."""
     out = []
+    if ppn == 1 and nodes > 2 and nodes & (nodes - 1) and nodes <= 7:  # policy/cost_model.h internode_ring_auto
+        out.append(("multileader-ring", {"ARSHIM_PATH": "multileader", "ARSHIM_LEADERS": "1", "ARSHIM_PIPELINE_K": "1"},
+                    {"path": "multileader", "leaders": 1, "pipeline_k": 1}, 64 << 10, None))
     if ppn > 1:
         leaders = 1
         while leaders <= min(ppn, 8):
@@ -288,8 +292,8 @@ class Tuner:
 
         def jobs_at(sizes_of):
             out = []
-            for shape, (_, ppn) in shapes.items():
-                for (n, st, d, lo, hi) in candidates(ppn):
+            for shape, (nodes, ppn) in shapes.items():
+                for (n, st, d, lo, hi) in candidates(ppn, nodes):
                     sizes = [s for s in sizes_of(shape) if s >= lo and (hi is None or s <= hi)]
                     if sizes:
                         out.append((n, st, d, sizes, shape))
