@@ -205,20 +205,22 @@ TEST_CASE("the built-in policy: the measured rules, per MPI", "[policy][default]
     }
     CHECK(o.decide(call(8, 2, 1, DtypeClass::integer, kernels::Op::max)).path == Path::native);
 
-    // One rank per node on three nodes: ARShim's ring (the multi-leader path with no node phase) from 256 KiB; on
-    // four or more segmented from 256 KiB (nothing to share on a node); the libraries' own below and on two nodes; a
-    // single rank: the library's own.
+    // One rank per node on three and on five to seven nodes: ARShim's ring (the multi-leader path with no node
+    // phase) from 256 KiB; on four and from eight segmented from 256 KiB (nothing to share on a node); the
+    // libraries' own below and on two nodes; a single rank: the library's own.
     for (const Policy* p : {&m, &o}) {
-        const Decision ring = p->decide(call(4 << 20, 1, 3));
-        CHECK(ring.path == Path::multileader);
-        CHECK(ring.leaders == 1);
-        CHECK(p->decide(call(256 << 10, 1, 3)).path == Path::multileader);
-        CHECK(p->decide(call((256 << 10) - 4, 1, 3)).path != Path::multileader);
+        for (const int nodes : {3, 5, 6, 7}) {
+            const Decision ring = p->decide(call(4 << 20, 1, nodes));
+            CHECK(ring.path == Path::multileader);
+            CHECK(ring.leaders == 1);
+            CHECK(p->decide(call(256 << 10, 1, nodes)).path == Path::multileader);
+            CHECK(p->decide(call((256 << 10) - 4, 1, nodes)).path != Path::multileader);
+        }
         const Decision big = p->decide(call(4 << 20, 1, 4));
         CHECK(big.path == Path::pipelined);
         CHECK(big.segment_bytes == 256u << 10);
         CHECK(big.window == 8);
-        CHECK(p->decide(call(4 << 20, 1, 5)).path == Path::pipelined);
+        CHECK(p->decide(call(4 << 20, 1, 8)).path == Path::pipelined);
         CHECK(p->decide(call(256 << 10, 1, 4)).path == Path::pipelined);
         CHECK(p->decide(call((256 << 10) - 4, 1, 4)).path == Path::native);
         CHECK(p->decide(call(4 << 20, 1, 2)).path == Path::native);
