@@ -186,6 +186,15 @@ TEST_CASE("the built-in policy: the measured rules, per MPI", "[policy][default]
     CHECK(seg.path == Path::pipelined);
     CHECK(seg.segment_bytes == (1u << 20));
     CHECK(seg.window == 8);
+    // ... except on 3 and 5 to 7 nodes (the inter-node step on ARShim's ring): two leaders from 1 MiB.
+    for (const int nodes : {3, 5, 6, 7}) {
+        const Decision ring = o.decide(call(1 << 20, 2, nodes));
+        CHECK(ring.path == Path::multileader);
+        CHECK(ring.leaders == 2);
+        CHECK(o.decide(call((1 << 20) - 4, 2, nodes)).path == Path::multileader);  // the medium rule
+    }
+    CHECK(o.decide(call(1 << 20, 2, 4)).path == Path::pipelined);
+    CHECK(o.decide(call(1 << 20, 4, 8)).path == Path::pipelined);
 
     // A reduction the library gets wrong (a known library bug): one node, small: node shared memory, one leader,
     // on both MPIs, where the plain call goes to the library; larger ones follow the plain calls' rules.
