@@ -76,7 +76,7 @@ int ring_allreduce(char* data, std::size_t count, const Call& call, MPI_Comm com
 // One rank per node (ppn 1 on every node): no node phase, so the node window is not built (node_shm() declines),
 // and on the node counts where the inter-node step takes ARShim's ring the whole call goes round it among all ranks
 // (measured on 3 emulated nodes x 1, 1 Gbit/s: docs/cluster.md "One rank per node on three nodes"; the libraries
-// and the pipelined path fold the third node in and out there). The ring runs on a duplicate of the user's
+// and the pipelined path fold the third node in and out there). The ring runs on a private copy of the user's
 // communicator, so its point-to-point messages never meet the user's, in chunks whose blocks fit a fixed scratch
 // buffer (made on the first call, never grown: the hot path allocates nothing).
 constexpr std::size_t kOneRankRingBlock = std::size_t{1} << 20;
@@ -93,7 +93,9 @@ int run_one_rank_ring(const Call& call) {
     CommContext& ctx = call.ctx;
     OneRankRing& ring = ctx.ensure_slot<OneRankRing>(PathSlot::multileader);
     if (ring.comm == MPI_COMM_NULL) {  // collective: every rank takes this path in the same call (identical values)
-        const int rc = PMPI_Comm_dup(ctx.comm, &ring.comm);
+        // A split, not MPI_Comm_dup: a duplicate would run the copy callbacks of the user's attributes on the
+        // user's communicator (and their delete callbacks when ARShim frees it); a split copies none.
+        const int rc = PMPI_Comm_split(ctx.comm, 0, ctx.rank, &ring.comm);
         if (rc != MPI_SUCCESS) return rc;
         ring.scratch.resize(kOneRankRingBlock);
     }

@@ -142,7 +142,8 @@ bool create_verdict(Level& level, MPI_Comm domain, int domain_rank) {
 void create_direct(CommContext& ctx, Level& level) {
     level.direct = true;
     level.name = "rank";
-    PMPI_Comm_dup(ctx.comm, &level.leader_comm);
+    // A split, not MPI_Comm_dup, which would run the user's attribute copy callbacks (and, at the free, delete).
+    PMPI_Comm_split(ctx.comm, 0, ctx.rank, &level.leader_comm);
     level.owns_leader_comm = true;
     level.scratch = static_cast<char*>(std::aligned_alloc(4096, 2 * kDirectChunk));
     sharp::GroupSpec spec;

@@ -6,6 +6,10 @@
  *   check_edge_calls cold K BYTES        a new communicator's first K-1 calls go native (cold_communicator), the
  *                                        rest take a path (ARShim's counters); results checked
  *   check_edge_calls churn N             N x (MPI_Comm_dup, one 8-byte allreduce, MPI_Comm_free); prints the time
+ *   check_edge_calls attributes PATH     allreduces on MPI_COMM_WORLD and on a duplicate, both carrying an attribute
+ *                                        whose copy and delete callbacks count their calls: they run only for the
+ *                                        program's own MPI_Comm_dup / MPI_Comm_free (ARShim's private communicators
+ *                                        never copy the user's attributes); PATH must have served calls
  *
  * Prints "<mode>: ok" on rank 0 and exits 0 when every check held on every rank. */
 #include <dlfcn.h>
@@ -34,6 +38,22 @@ static long checked_sum(MPI_Comm comm, int count) {
     free(in);
     free(out);
     return wrong;
+}
+
+static int attribute_copies_, attribute_deletes_;
+
+static int count_copy(MPI_Comm old, int key, void *extra, void *in, void *out, int *flag) {
+    (void)old, (void)key, (void)extra;
+    ++attribute_copies_;
+    *(void **)out = in;
+    *flag = 1;
+    return MPI_SUCCESS;
+}
+
+static int count_delete(MPI_Comm comm, int key, void *value, void *extra) {
+    (void)comm, (void)key, (void)value, (void)extra;
+    ++attribute_deletes_;
+    return MPI_SUCCESS;
 }
 
 static int finish(const char *mode, long failures) {
@@ -95,6 +115,33 @@ int main(int argc, char **argv) {
             ++failures;
         }
         MPI_Comm_free(&comm);
+    } else if (!strcmp(mode, "attributes") && argc > 2) {
+        int key = MPI_KEYVAL_INVALID;
+        MPI_Comm_create_keyval(count_copy, count_delete, &key, NULL);
+        MPI_Comm_set_attr(MPI_COMM_WORLD, key, &key);
+        MPI_Comm comm;
+        MPI_Comm_dup(MPI_COMM_WORLD, &comm);  // the program's own copy: 1
+        const long long served0 = counter("arshim_path_calls", argv[2]);
+        const int counts[] = {1, 7, 70001, 300007};
+        for (int round = 0; round < 2; ++round)
+            for (int i = 0; i < 4; ++i) {
+                failures += checked_sum(MPI_COMM_WORLD, counts[i]) != 0;
+                failures += checked_sum(comm, counts[i]) != 0;
+            }
+        const long long served = counter("arshim_path_calls", argv[2]) - served0;
+        MPI_Comm_free(&comm);  // the program's own delete: 1 (ARShim's context of `comm` goes with it)
+        if (attribute_copies_ != 1 || attribute_deletes_ != 1) {
+            printf("rank %d: FAIL the attribute's copy callback ran %d times and its delete callback %d times (the "
+                   "program's own MPI_Comm_dup and MPI_Comm_free: once each)\n",
+                   rank_, attribute_copies_, attribute_deletes_);
+            ++failures;
+        }
+        if (served <= 0) {
+            printf("rank %d: FAIL no call took the %s path (%lld)\n", rank_, argv[2], served);
+            ++failures;
+        }
+        MPI_Comm_delete_attr(MPI_COMM_WORLD, key);
+        MPI_Comm_free_keyval(&key);
     } else if (!strcmp(mode, "churn") && argc > 2) {
         const int n = atoi(argv[2]);
         MPI_Barrier(MPI_COMM_WORLD);
@@ -111,7 +158,7 @@ int main(int argc, char **argv) {
         if (rank_ == 0) printf("churn: %d dup/allreduce/free cycles in %.3f s (%.1f us each)\n", n, slowest,
                                1e6 * slowest / n);
     } else {
-        if (rank_ == 0) fprintf(stderr, "check_edge_calls: unknown mode '%s' (allowed: sum, null-buffer, cold K BYTES, churn N)\n", mode);
+        if (rank_ == 0) fprintf(stderr, "check_edge_calls: unknown mode '%s' (allowed: sum, null-buffer, cold K BYTES, churn N, attributes PATH)\n", mode);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     return finish(mode, failures);

@@ -12,6 +12,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 yield_lib=${ARSHIM_TEST_YIELD_LIB:-}
+fake_sharp=${ARSHIM_TEST_FAKE_SHARP:-}   # the SHARP test double (test/sharp), for case 12
 for v in $(env | sed -n 's/^\(ARSHIM_[A-Z_]*\)=.*/\1/p'); do [[ $v == ARSHIM_TEST_YIELD_LIB ]] || unset "$v"; done
 fail=0
 
@@ -154,4 +155,21 @@ run -- "$prog" churn 300
 expect "300 dup/allreduce/free cycles, default policy" ''
 run ARSHIM_PATH=multileader -- "$prog" churn 100
 expect "100 dup/allreduce/free cycles, multileader forced" ''
+
+# ---- 12. ARShim's private communicators never run the user's attribute callbacks -------------------------------
+# (an MPI_Comm_dup of the user's communicator would call their copy callback, and its free their delete callback)
+# One rank on each of 3 virtual nodes: the multi-leader path runs the whole call round its ring on a private
+# communicator, and the SHARP path's direct level makes its own.
+run3() {
+  local start=$SECONDS
+  out=$(ARSHIM_TEST_YIELD_LIB=$yield_lib ARSHIM_TEST_TIMEOUT=120 "$mpirun_sh" "$flavor" 3 "$shim" "$@" 2>&1)
+  rc=$? secs=$((SECONDS - start))
+}
+run3 ARSHIM_PATH=multileader ARSHIM_VIRTUAL_PPN=1 -- "$prog" attributes multileader
+expect "user attribute callbacks: the ring over one rank per node" ''
+if [[ -n $fake_sharp ]]; then
+  run3 ARSHIM_PATH=sharp ARSHIM_SHARP=on ARSHIM_SHARP_LIB="$fake_sharp" ARSHIM_VIRTUAL_PPN=1 -- "$prog" attributes sharp
+  expect "user attribute callbacks: SHARP's direct level" ''
+  grep -q MISUSE <<<"$out" && bad "the SHARP test double reported a misuse of the API" "$out"
+fi
 exit $fail
