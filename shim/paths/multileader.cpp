@@ -75,10 +75,10 @@ int ring_allreduce(char* data, std::size_t count, const Call& call, MPI_Comm com
 
 // One rank per node (ppn 1 on every node): no node phase, so the node window is not built (node_shm() declines),
 // and on the node counts where the inter-node step takes ARShim's ring the whole call goes round it among all ranks
-// (measured on 3 emulated nodes x 1, 1 Gbit/s: docs/cluster.md "One rank per node on three nodes"; the libraries
-// and the pipelined path fold the third node in and out there). The ring runs on a private copy of the user's
-// communicator, so its point-to-point messages never meet the user's, in chunks whose blocks fit a fixed scratch
-// buffer (made on the first call, never grown: the hot path allocates nothing).
+// (measured on 3 and 5-7 emulated nodes x 1: docs/cluster.md "One rank per node on three nodes"; the libraries and
+// the pipelined path fold the ranks beyond a power of two in and out there). The ring runs on a private split of
+// the user's communicator, so its point-to-point messages never meet the user's, in chunks whose blocks fit a fixed
+// scratch buffer (made on the first call, never grown: the hot path allocates nothing).
 constexpr std::size_t kOneRankRingBlock = std::size_t{1} << 20;
 
 struct OneRankRing : PathState {

@@ -32,8 +32,8 @@ for link in ${LINKS:-1gbit}; do
     note "tuned in $(( $(date +%s) - start )) s: $table"
     for layout in ${LAYOUTS:-3x1 3x2 4x1 4x2}; do
       hosts=${layout%x*} ppn=${layout#*x} np=$(( ${layout%x*} * ${layout#*x} ))
-      # one rank per node: multileader-l1 is ARShim's ring over the ranks where the step takes it (3 nodes, from
-      # 64 KiB), the library's allreduce elsewhere (declined: one_rank_per_node)
+      # one rank per node: multileader-l1 is ARShim's ring over the ranks where the step takes it (3, 5, 6 or 7
+      # nodes, from 64 KiB), the library's allreduce elsewhere (declined: one_rank_per_node)
       configs=native,multileader-l1,pipelined-64K,pipelined-256K,pipelined-1M,arshim-tune-off,arshim-tuned
       (( ppn > 1 )) && configs=native,multileader-l1,multileader-l2,multileader-l2-k4,pipelined-64K,pipelined-256K,pipelined-1M,arshim-tune-off,arshim-tuned
       note "measure $flavor $link $layout"
