@@ -365,6 +365,8 @@ double multileader_time(const MachineParams& m, const Shape& s, const Decision& 
     const double n = static_cast<double>(s.bytes);
     const int l = std::clamp<int>(static_cast<int>(d.leaders), 1, s.ppn);  // the shim clamps l to 1..ppn
     const double k = std::max<uint32_t>(d.pipeline_k, 1);
+    if (s.nodes == 1 && node_reduces_directly(s.bytes, s.ppn))
+        return m.intra_latency + n / m.copy_bw + (s.ppn - 1) * n / m.gamma;
     // Seed 001 Eq. 7, T_copy + T_bcast = 2 l (a' + b' n / l): every rank copies its vector in and the result out.
     const double copies = 2.0 * l * m.intra_latency + 2.0 * n / m.copy_bw;
     // T_comp: leader j reduces its n / l over all ppn inputs. (Eq. 7 writes (p / (h l) - 1) n c; ARShim's n-ary

@@ -62,9 +62,21 @@ inline bool internode_ring_auto(uint32_t nodes, uint64_t partition_bytes) {
     return (nodes & (nodes - 1)) != 0 && nodes <= kInternodeRingMaxNodes && partition_bytes >= kInternodeRingMinBytes;
 }
 
+// The node shared-memory protocol on one node (shim/paths/node_shm.h): whether a call of `bytes` on `ppn` ranks is
+// reduced by every rank from all slots (one wait per chunk) instead of by the leaders (two waits, and a copy out).
+// The node's ranks then read ppn^2 x bytes in all, against ~3 x ppn x bytes with the leaders: the saved wait is worth
+// more up to 2 MiB of such reads. Measured at ppn 2 (docs/paths.md "One node, small calls"): 1.3-1.5x faster than
+// the leaders from 64 B to 512 KiB under both MPIs, not ahead at 1-16 MiB. Here so that the model predicts it.
+inline constexpr uint64_t kNodeDirectMaxReads = uint64_t{2} << 20;
+inline constexpr bool node_reduces_directly(uint64_t bytes, int ppn) {
+    const auto p = static_cast<uint64_t>(ppn > 0 ? ppn : 1);
+    return bytes <= kNodeDirectMaxReads / (p * p);
+}
+
 // ARShim's multi-leader path (DPML, seed 001 Eq. 7, with Eq. 5 for d.pipeline_k pieces): copy into node shared
 // memory, each of d.leaders leaders reduces n/l bytes over ppn inputs, l concurrent inter-node allreduces of n/l
-// bytes (on ARShim's ring where internode_ring_auto says so), copy out.
+// bytes (on ARShim's ring where internode_ring_auto says so), copy out. On one node, where node_reduces_directly:
+// one copy in, one wait, every rank reduces the whole vector.
 double multileader_time(const MachineParams& m, const Shape& shape, const Decision& d, Flavor flavor);
 
 // Dispatch on d.path. sharp and reproducible have no model: NaN.

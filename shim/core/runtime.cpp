@@ -206,6 +206,7 @@ void initialize(bool collective) {
         rt->verify_calls = static_cast<uint32_t>(rt->config.number(OptionId::verify));
         rt->check_args = rt->config.flag(OptionId::check_args);
         g_phase_times_on = rt->config.flag(OptionId::phase_times);
+        g_spin_budget = std::chrono::microseconds(rt->config.number(OptionId::spin_us));
         if (rt->check_args) stats::set_no_replay();
         rt->reproducible = static_cast<ReproducibleMode>(rt->config.number(OptionId::reproducible));  // choice order
         rt->reproducible_any_np = rt->reproducible == ReproducibleMode::any_np;

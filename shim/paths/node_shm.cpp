@@ -166,6 +166,30 @@ void grow_node_shm(CommContext& ctx, NodeShm& node, std::size_t chunk) {
 
 }  // namespace
 
+std::chrono::nanoseconds g_spin_budget{0};
+
+namespace {
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield" ::: "memory");
+#endif
+}
+}  // namespace
+
+void wait_polling(const std::atomic<uint64_t>& counter, uint64_t target) {
+    constexpr int kPollsPerClockRead = 16;  // a clock read costs ~20 ns: once per block of polls
+    const auto deadline = std::chrono::steady_clock::now() + g_spin_budget;
+    do {
+        for (int i = 0; i < kPollsPerClockRead; ++i) {
+            if (counter.load(std::memory_order_acquire) >= target) return;
+            cpu_relax();
+        }
+    } while (std::chrono::steady_clock::now() < deadline);
+    while (counter.load(std::memory_order_acquire) < target) sched_yield();
+}
+
 bool g_phase_times_on = false;
 PhaseTimes g_phase_times;
 

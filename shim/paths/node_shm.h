@@ -26,6 +26,15 @@
 // chunk that used it before). Stores are release, loads acquire, so the data written before a store is visible after
 // the load. Sequence numbers continue across calls (every rank of the node makes the same calls in the same order),
 // so the protocol needs no reset. Waiting spins briefly, then yields the CPU (ranks may outnumber cores).
+//
+// Small calls on one domain (policy::model::node_reduces_directly): every rank reduces the whole chunk from all slots itself, straight
+// into its recvbuf, so a chunk costs one wait (arrived[*] >= s) instead of two (inputs at the leaders, results at
+// everyone). Same kernel over the same slots in node-rank order as a leader's reduction: the same bits as the leader
+// scheme, on every rank. Each rank then stores copied[me] = s (the leader scheme's result-area wait relies on it).
+// No other wait is needed, in either direction of a switch between the two schemes on one window: a rank writes its
+// slot of chunk s after it finished chunk s-1, which means it saw arrived[*] >= s-1 (direct) or reduced[*] >= s-1
+// (leaders), and either says that every rank that reads slots (all of them, or the leaders) finished chunk s-2, the
+// previous user of the buffer; the direct scheme never writes the result area.
 #pragma once
 
 #include <mpi.h>
@@ -40,6 +49,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "policy/cost_model.h"
 #include "shim/core/call.h"
 #include "shim/core/context.h"
 #include "shim/paths/shm_layout.h"
@@ -58,9 +68,15 @@ struct alignas(kCacheLine) ShmCounter {
 static_assert(sizeof(ShmCounter) == kCacheLine, "one counter per cache line");
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "shared-memory counters must be lock-free");
 
+// Waiting for the other ranks of the domain: poll with a pause 16 times (~0.3 us here), or for ARSHIM_SPIN_US
+// (g_spin_budget), then yield the CPU between polls. Polls without a pause ended before the other rank could arrive,
+// and a sched_yield() on an idle core costs about as much as a small call itself (np 2, 8 B: 2.5x slower); polling
+// longer gains nothing measurable here but costs ranks that outnumber cores each microsecond (docs/paths.md).
+extern std::chrono::nanoseconds g_spin_budget;  // set once at init, before any call
+void wait_polling(const std::atomic<uint64_t>& counter, uint64_t target);
+
 inline void wait_at_least(const std::atomic<uint64_t>& counter, uint64_t target) {
-    for (int spin = 0; counter.load(std::memory_order_acquire) < target; ++spin)
-        if (spin > 64) sched_yield();
+    if (counter.load(std::memory_order_acquire) < target) wait_polling(counter, target);
 }
 
 // A shared-memory domain: the ranks that run the chunk protocol together. The multileader path's domain is always
@@ -185,6 +201,7 @@ int run_shm_protocol(const Call& call, ShmState& state, kernels::NaryFn reduce, 
     const void* sources[kMaxPpn];
     int rc = MPI_SUCCESS;
     PhaseClock clock;
+    const bool direct = !multinode && policy::model::node_reduces_directly(call.bytes, state.ppn);
 
     for (std::size_t first = 0; first < count; first += chunk_elements) {
         const std::size_t n = std::min(chunk_elements, count - first);
@@ -197,6 +214,15 @@ int run_shm_protocol(const Call& call, ShmState& state, kernels::NaryFn reduce, 
         state.arrived[me].value.store(s, std::memory_order_release);
         clock.lap(&PhaseTimes::copy_in);
 
+        if (direct) {
+            for (int r = 0; r < state.ppn; ++r) wait_at_least(state.arrived[r].value, s);
+            clock.lap(&PhaseTimes::wait_inputs);
+            for (int r = 0; r < state.ppn; ++r) sources[r] = state.slot(buffer, r);
+            reduce(output + first * element, sources, static_cast<std::size_t>(state.ppn), n);
+            state.copied[me].value.store(s, std::memory_order_release);
+            clock.lap(&PhaseTimes::reduce);
+            continue;
+        }
         if (leader) {
             std::size_t part_first = 0, part_count = 0;
             shm::partition(n, element, leaders, me, &part_first, &part_count);

@@ -58,6 +58,11 @@ TOML
 result=$(run ARSHIM_POLICY="$work/paths.toml" -- "$prog" 512:native 8192:pipelined 65536:multileader 1048576:multileader)
 check "policy file routes each size to its path" 0 "2 ranks, 4 calls, 0 failures" "${result#*$'\n'}" "${result%%$'\n'*}"
 
+# What the built-in table does with 16 B at np 2 on one node: MPICH's calls take the node path, Open MPI keeps its own
+# below 512 B (policy/default.toml).
+small_builtin=native
+[[ $flavor == mpich ]] && small_builtin=multileader
+
 cat >"$work/prepend.toml" <<'TOML'
 version = 1
 
@@ -65,7 +70,7 @@ version = 1
 bytes = "8K..16K"
 path = "pipelined"
 TOML
-result=$(run ARSHIM_POLICY="$work/prepend.toml" ARSHIM_POLICY_MODE=prepend -- "$prog" 16:native 8192:pipelined 8388608:multileader)
+result=$(run ARSHIM_POLICY="$work/prepend.toml" ARSHIM_POLICY_MODE=prepend -- "$prog" "16:$small_builtin" 8192:pipelined 8388608:multileader)
 check "prepend: the file's rules first, then the built-in ones" 0 "2 ranks, 3 calls, 0 failures" "${result#*$'\n'}" "${result%%$'\n'*}"
 
 cat >"$work/broken.toml" <<'TOML'
@@ -75,7 +80,7 @@ version = 1
 path = "pipelined"
 segmnts = 4
 TOML
-result=$(run ARSHIM_POLICY="$work/broken.toml" -- "$prog" 16:native 8388608:multileader)
+result=$(run ARSHIM_POLICY="$work/broken.toml" -- "$prog" "16:$small_builtin" 8388608:multileader)
 out=${result#*$'\n'} rc=${result%%$'\n'*}
 check "broken file: built-in policy, correct results" 0 "2 ranks, 2 calls, 0 failures" "$out" "$rc"
 check "broken file: one line naming file:line and what is allowed" 0 \

@@ -244,6 +244,24 @@ TEST_CASE("more bytes are never faster", "[model]") {
                 }
 }
 
+TEST_CASE("multileader on one node: small calls reduced by every rank, one wait (node_reduces_directly)", "[model]") {
+    // at most 2 MiB read by the node's ranks in all: ppn^2 x bytes
+    CHECK(node_reduces_directly(512 * 1024, 2));
+    CHECK_FALSE(node_reduces_directly(512 * 1024 + 1, 2));
+    CHECK(node_reduces_directly(8192, 16));
+    CHECK_FALSE(node_reduces_directly(8193, 16));
+    CHECK(node_reduces_directly(2, 1024));
+    CHECK_FALSE(node_reduces_directly(3, 1024));
+    // 1 KiB, ppn 2: a' + n b' + (ppn - 1) n c = 1e-6 + 1.024e-6 + 0.512e-6, whatever the leader count
+    CHECK(multileader_time(hand(), Shape{1024, 2, 1}, multileader(1, 1), Flavor::mpich) == Approx(2.536e-6));
+    CHECK(multileader_time(hand(), Shape{1024, 2, 1}, multileader(2, 1), Flavor::openmpi) == Approx(2.536e-6));
+    // the leaders' scheme beyond: 1 MiB, ppn 2, l = 2: 2 l a' + 2 n b' + (ppn - 1) (n / l) c
+    //   = 4e-6 + 2.097152e-3 + 2.62144e-4 = 2.363296e-3
+    CHECK(multileader_time(hand(), Shape{kMiB, 2, 1}, multileader(2, 1), Flavor::mpich) == Approx(2.363296e-3));
+    // and never on several nodes (the leaders carry the inter-node step)
+    CHECK(multileader_time(hand(), Shape{1024, 2, 2}, multileader(1, 1), Flavor::mpich) > 2.536e-6 + 1e-6);
+}
+
 TEST_CASE("more leaders help only up to saturation", "[model]") {
     MachineParams m = hand();
     m.gamma = 1e15;  // reduction free: the network term alone

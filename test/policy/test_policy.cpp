@@ -147,18 +147,21 @@ TEST_CASE("the built-in policy: the measured rules, per MPI", "[policy][default]
     CHECK(big.leaders == 8);
     CHECK(big.pipeline_k == 1);
     CHECK(big.kernel == KernelChoice::native);
-    CHECK(rule_of(m, big) == line(10));
+    CHECK(rule_of(m, big) == line(11));
     CHECK(describe_decision(big) == "multileader leaders=8 pipeline_k=1 kernel=native");
     CHECK(o.decide(call(uint64_t{1} << 40, 2, 1)).path == Path::multileader);
 
-    // One node, smaller: MPICH from 32 B (one leader below 4 KiB), Open MPI from 8 KiB (two leaders).
-    CHECK(m.decide(call(16, 2, 1)).path == Path::native);
-    CHECK(m.decide(call(32, 2, 1)).path == Path::multileader);
+    // One node, smaller: MPICH at every size (one leader below 4 KiB), Open MPI from 512 B (one leader below 8 KiB,
+    // then two): the node protocol's one-wait scheme for small calls (docs/paths.md "One node, small calls").
+    CHECK(m.decide(call(8, 2, 1)).path == Path::multileader);
+    CHECK(m.decide(call(8, 2, 1)).leaders == 1);
     CHECK(m.decide(call(32, 2, 1)).leaders == 1);
     CHECK(m.decide(call(4095, 2, 1)).leaders == 1);
     CHECK(m.decide(call(4096, 2, 1)).leaders == 2);
     CHECK(m.decide(call((4 << 20) - 1, 2, 1)).path == Path::multileader);
-    CHECK(o.decide(call(8191, 2, 1)).path == Path::native);
+    CHECK(o.decide(call(511, 2, 1)).path == Path::native);
+    CHECK(o.decide(call(512, 2, 1)).path == Path::multileader);
+    CHECK(o.decide(call(8191, 2, 1)).leaders == 1);
     CHECK(o.decide(call(8192, 2, 1)).path == Path::multileader);
     CHECK(o.decide(call(8192, 2, 1)).leaders == 2);
 
@@ -239,7 +242,7 @@ TEST_CASE("the built-in policy: the measured rules, per MPI", "[policy][default]
     int rules_in_file = 0;
     for (std::size_t at = 0; (at = builtin_policy_text().find("\n[[rule]]", at)) != std::string::npos; ++at)
         ++rules_in_file;  // rule headers at the start of a line (the header comment shows one, commented out)
-    CHECK(rule_of(m, m.decide(call(8, 2, 1))) == line(rules_in_file));
+    CHECK(rule_of(o, o.decide(call(8, 2, 1))) == line(rules_in_file));
     CHECK(m.describe_rule(-1) == "no matching rule");
 }
 
