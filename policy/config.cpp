@@ -80,9 +80,9 @@ const std::array<OptionSpec, kOptionCount> kOptions = {{
     {OptionId::shm_max, "ARSHIM_SHM_MAX", OptionType::size, "64M", nullptr, 64 * 1024, kTiB,
      "Multi-leader path: largest node shared-memory window per communicator; larger buffers go in chunks."},
     {OptionId::spin_us, "ARSHIM_SPIN_US", OptionType::integer, "0", nullptr, 0, 1000000,
-     "Node shared-memory protocol (multileader, reproducible, SHARP): microseconds a waiting rank keeps polling, "
-     "pausing, before it yields the CPU between polls (0 = 16 polls, ~0.3 us; more only where every rank has a core "
-     "of its own: with more ranks than cores each microsecond is lost by the rank waited for)."},
+     "Node shared-memory protocol (multileader, reproducible, SHARP), where the node has a CPU for each rank: "
+     "microseconds a waiting rank keeps polling, pausing, before it yields the CPU between polls (0 = 16 polls, "
+     "~0.4 us). Where the node's ranks outnumber its CPUs, ranks yield after 64 polls whatever the setting."},
     {OptionId::context_after, "ARSHIM_CONTEXT_AFTER", OptionType::integer, "8", nullptr, 1, 1 << 20,
      "A communicator's context is built at its Nth allreduce; the calls before go native, counted as "
      "cold_communicator, so short-lived communicators never pay for a path's set-up such as a node window (1 = at "

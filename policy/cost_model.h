@@ -64,13 +64,16 @@ inline bool internode_ring_auto(uint32_t nodes, uint64_t partition_bytes) {
 
 // The node shared-memory protocol on one node (shim/paths/node_shm.h): whether a call of `bytes` on `ppn` ranks is
 // reduced by every rank from all slots (one wait per chunk) instead of by the leaders (two waits, and a copy out).
-// The node's ranks then read ppn^2 x bytes in all, against ~3 x ppn x bytes with the leaders: the saved wait is worth
-// more up to 2 MiB of such reads. Measured at ppn 2 (docs/paths.md "One node, small calls"): 1.3-1.5x faster than
-// the leaders from 64 B to 512 KiB under both MPIs, not ahead at 1-16 MiB. Here so that the model predicts it.
-inline constexpr uint64_t kNodeDirectMaxReads = uint64_t{2} << 20;
+// Every rank then reads ppn x bytes, the node ppn^2 x bytes, against ~3 x ppn x bytes with the leaders: at ppn 2 no
+// more work than the leaders' and one wait fewer, measured 1.3-1.5x faster from 64 B to 512 KiB under both MPIs (not
+// ahead at 1-16 MiB); with more ranks the extra reads cost more than the wait saves beyond latency-bound sizes
+// (ppn 4 on 2 cores: ahead at 16 KiB, 1.3x slower at 64 KiB), so there ppn^2 x bytes <= 256 KiB. docs/paths.md
+// "One node, small calls". Here so that the model predicts it.
+inline constexpr uint64_t kNodeDirectMaxBytesPpn2 = 512 * 1024;
+inline constexpr uint64_t kNodeDirectMaxReads = 256 * 1024;
 inline constexpr bool node_reduces_directly(uint64_t bytes, int ppn) {
     const auto p = static_cast<uint64_t>(ppn > 0 ? ppn : 1);
-    return bytes <= kNodeDirectMaxReads / (p * p);
+    return p <= 2 ? bytes <= kNodeDirectMaxBytesPpn2 : bytes <= kNodeDirectMaxReads / (p * p);
 }
 
 // ARShim's multi-leader path (DPML, seed 001 Eq. 7, with Eq. 5 for d.pipeline_k pieces): copy into node shared

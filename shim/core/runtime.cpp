@@ -1,5 +1,8 @@
 #include "shim/core/runtime.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -134,6 +137,19 @@ void install_finalize_hook() {
 // Statistics switches and tools, once, before the first call: time calls only when a log or summary reports
 // times (one in ARSHIM_STATS_SAMPLE per row), capture call sites only when a log lists them (docs/stats.md
 // "Overhead").
+// How the node protocol's ranks wait (shim/paths/node_shm.h WaitPolicy): pausing polls where this node has an online
+// CPU for each of its world ranks. Under ARSHIM_VIRTUAL_PPN the virtual nodes share this machine, so every world rank
+// counts; without MPI_Init intercepted the node is unknown and the ranks yield early, as when oversubscribed.
+void set_wait_policy(const Runtime& rt, bool collective) {
+    g_wait.budget = std::chrono::microseconds(rt.config.number(OptionId::spin_us));
+    if (!collective || rt.world_node.empty()) return;
+    int ranks_here = rt.world_size;
+    if (rt.config.number(OptionId::virtual_ppn) == 0)
+        ranks_here = static_cast<int>(std::count(rt.world_node.begin(), rt.world_node.end(), rt.world_node[rt.world_rank]));
+    const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    g_wait.pause = cpus > 0 && ranks_here <= cpus;
+}
+
 void start_statistics(const Runtime& rt) {
     stats::start_clock();
     const bool file = !rt.config.text(OptionId::stats).empty();
@@ -206,7 +222,6 @@ void initialize(bool collective) {
         rt->verify_calls = static_cast<uint32_t>(rt->config.number(OptionId::verify));
         rt->check_args = rt->config.flag(OptionId::check_args);
         g_phase_times_on = rt->config.flag(OptionId::phase_times);
-        g_spin_budget = std::chrono::microseconds(rt->config.number(OptionId::spin_us));
         if (rt->check_args) stats::set_no_replay();
         rt->reproducible = static_cast<ReproducibleMode>(rt->config.number(OptionId::reproducible));  // choice order
         rt->reproducible_any_np = rt->reproducible == ReproducibleMode::any_np;
@@ -248,6 +263,7 @@ void initialize(bool collective) {
         rt->policy = loaded.policy;
         problems.insert(problems.end(), loaded.problems.begin(), loaded.problems.end());
         if (collective) rt->world_node = probe_world_nodes(rt->config, rt->world_rank, rt->world_size);
+        set_wait_policy(*rt, collective);
     }
 
     for (const std::string& problem : problems) report_config_problem(*rt, problem);

@@ -166,7 +166,7 @@ void grow_node_shm(CommContext& ctx, NodeShm& node, std::size_t chunk) {
 
 }  // namespace
 
-std::chrono::nanoseconds g_spin_budget{0};
+WaitPolicy g_wait;
 
 namespace {
 inline void cpu_relax() {
@@ -179,14 +179,19 @@ inline void cpu_relax() {
 }  // namespace
 
 void wait_polling(const std::atomic<uint64_t>& counter, uint64_t target) {
-    constexpr int kPollsPerClockRead = 16;  // a clock read costs ~20 ns: once per block of polls
-    const auto deadline = std::chrono::steady_clock::now() + g_spin_budget;
-    do {
-        for (int i = 0; i < kPollsPerClockRead; ++i) {
+    if (g_wait.pause) {
+        constexpr int kPollsPerClockRead = 16;  // a clock read costs ~20 ns: once per block of polls
+        const auto deadline = std::chrono::steady_clock::now() + g_wait.budget;
+        do {
+            for (int i = 0; i < kPollsPerClockRead; ++i) {
+                if (counter.load(std::memory_order_acquire) >= target) return;
+                cpu_relax();
+            }
+        } while (std::chrono::steady_clock::now() < deadline);
+    } else {
+        for (int i = 0; i < 64; ++i)
             if (counter.load(std::memory_order_acquire) >= target) return;
-            cpu_relax();
-        }
-    } while (std::chrono::steady_clock::now() < deadline);
+    }
     while (counter.load(std::memory_order_acquire) < target) sched_yield();
 }
 

@@ -68,11 +68,16 @@ struct alignas(kCacheLine) ShmCounter {
 static_assert(sizeof(ShmCounter) == kCacheLine, "one counter per cache line");
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "shared-memory counters must be lock-free");
 
-// Waiting for the other ranks of the domain: poll with a pause 16 times (~0.3 us here), or for ARSHIM_SPIN_US
-// (g_spin_budget), then yield the CPU between polls. Polls without a pause ended before the other rank could arrive,
-// and a sched_yield() on an idle core costs about as much as a small call itself (np 2, 8 B: 2.5x slower); polling
-// longer gains nothing measurable here but costs ranks that outnumber cores each microsecond (docs/paths.md).
-extern std::chrono::nanoseconds g_spin_budget;  // set once at init, before any call
+// Waiting for the other ranks of the domain. Where the node has a core for each of its ranks, poll with a pause 16
+// times (~0.4 us here) or for ARSHIM_SPIN_US, then yield the CPU between polls: polls without a pause end before the
+// other rank can arrive, and a sched_yield() costs about as much as a small call (np 2, 8 B: 2.5x slower). Where the
+// node's ranks outnumber its online CPUs, 64 polls without a pause, then yield: each microsecond spent polling is
+// taken from the rank waited for (docs/paths.md "One node, small calls").
+struct WaitPolicy {
+    bool pause = false;                   // the node's ranks fit its CPUs
+    std::chrono::nanoseconds budget{0};  // ARSHIM_SPIN_US
+};
+extern WaitPolicy g_wait;  // set once at init, before any call
 void wait_polling(const std::atomic<uint64_t>& counter, uint64_t target);
 
 inline void wait_at_least(const std::atomic<uint64_t>& counter, uint64_t target) {
