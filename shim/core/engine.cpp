@@ -55,6 +55,15 @@ struct LastNative {
 };
 thread_local LastNative t_last __attribute__((tls_model("initial-exec")));
 
+// This thread's last call an ARShim path served, and its statistics row: a served call is routed before its row is
+// known, so whether to read the clock is guessed from the row of the last served call with the same arguments (in a
+// loop, the same row). A wrong guess costs one sample, never a count.
+struct LastServed {
+    route::Memo memo;
+    const stats::Cell* cell = nullptr;
+};
+thread_local LastServed t_served __attribute__((tls_model("initial-exec")));
+
 bool replays(const LastNative& last, const CallArgs& args) {
     return last.memo.matches(handle_bits(args.comm), handle_bits(args.datatype), handle_bits(args.op),
                              CommContext::generation(), args.count, args.sendbuf == args.recvbuf);
@@ -284,18 +293,27 @@ void remember(LastNative& last, const CallArgs& args, const Routed& routed, stat
     // A classified call is timed whenever times are wanted: its row, and so whether it is the row's turn, is known
     // only once it has been routed (a new row's first calls are timed anyway). The time of a call whose turn it is
     // not is dropped.
-    const uint64_t start = timed ? stats::ticks() : 0;
+    LastServed& served = t_served;
+    const bool unclocked = timed && served.cell != nullptr && !served.cell->due() && served.memo.matches(
+        handle_bits(args.comm), handle_bits(args.datatype), handle_bits(args.op), CommContext::generation(),
+        args.count, args.sendbuf == args.recvbuf);
+    const bool clocked = timed && !unclocked;
+    const uint64_t start = clocked ? stats::ticks() : 0;
     const Routed routed = route_call(args);
-    const auto elapsed = timed ? static_cast<double>(stats::ticks() - start) : 0.0;  // ticks, seconds at finalize
+    const auto elapsed = clocked ? static_cast<double>(stats::ticks() - start) : 0.0;  // ticks, seconds at finalize
     stats::ThreadCounters& counters = stats::local();
     const stats::Recorded recorded =
         stats::record(counters, {routed.comm_id, routed.bytes, elapsed,
                                  {routed.path, routed.bucket, routed.dtype, routed.op, routed.reason, routed.sharp},
-                                 timed});
+                                 clocked, unclocked});
     if ((flags & stats::kCallsites) && recorded.weight > 0)
         callsites::record(counters, args.caller, {routed.bytes, elapsed, recorded.weight});
     if (routed.path == policy::Path::native && routed.replayable && recorded.cell != nullptr)
         remember(last, args, routed, recorded.cell);
+    if (timed && routed.path != policy::Path::native && recorded.cell != nullptr)
+        served = {{handle_bits(args.comm), handle_bits(args.datatype), handle_bits(args.op), CommContext::generation(),
+                   routed.element_size, routed.bucket},
+                  recorded.cell};
     return routed.rc;
 }
 

@@ -311,6 +311,9 @@ struct Call {
     double ticks;  // ticks() difference
     RowKey key;
     bool timed = true;  // `ticks` was measured (a log or summary wants times)
+    // A log or summary wants times but the clock was not read, the call's row being expected not to be due (the
+    // row's countdown then advances as for any call whose turn it is not; a row that was due after all stays due).
+    bool unclocked = false;
 };
 
 // Where a call was recorded: its cell (nullptr when it went to the overflow cells), and when its time was used (its
@@ -321,9 +324,9 @@ struct Recorded {
 };
 
 // Counts a call in `cell`, timed when it is the cell's turn (sampling, above) and a time was taken.
-inline uint64_t count_or_sample(Cell& cell, uint64_t bytes, double ticks, bool timed) {
+inline uint64_t count_or_sample(Cell& cell, uint64_t bytes, double ticks, bool timed, bool unclocked = false) {
     if (timed && cell.due()) return cell.sample(bytes, ticks);
-    cell.pass(bytes, timed);
+    cell.pass(bytes, timed || (unclocked && !cell.due()));
     return 0;
 }
 
@@ -331,10 +334,11 @@ inline uint64_t count_or_sample(Cell& cell, uint64_t bytes, double ticks, bool t
 inline Recorded record(ThreadCounters& t, const Call& call) {
     const RowId id{call.comm, pack(call.key)};
     if (call.key.reason != kServed) ++t.reasons[static_cast<std::size_t>(call.key.reason)];
-    if (Cell* cell = t.rows.find_or_insert(id, id.hash())) return {cell, count_or_sample(*cell, call.bytes, call.ticks, call.timed)};
+    if (Cell* cell = t.rows.find_or_insert(id, id.hash()))
+        return {cell, count_or_sample(*cell, call.bytes, call.ticks, call.timed, call.unclocked)};
     ++t.overflow_calls;
     Cell& overflow = t.overflow[static_cast<std::size_t>(call.key.path)][call.key.bucket];
-    return {nullptr, count_or_sample(overflow, call.bytes, call.ticks, call.timed)};
+    return {nullptr, count_or_sample(overflow, call.bytes, call.ticks, call.timed, call.unclocked)};
 }
 
 // Communicators, registered once when their context is built (not on the hot path). The id is a hash of the
