@@ -180,14 +180,21 @@ inline void cpu_relax() {
 
 void wait_polling(const std::atomic<uint64_t>& counter, uint64_t target) {
     if (g_wait.pause) {
-        constexpr int kPollsPerClockRead = 16;  // a clock read costs ~20 ns: once per block of polls
-        const auto deadline = std::chrono::steady_clock::now() + g_wait.budget;
-        do {
+        constexpr int kPollsPerClockRead = 16;  // a clock read costs ~20 ns: once per block of polls, and none
+        auto poll_block = [&] {                 // before the first block is over (most waits end there)
             for (int i = 0; i < kPollsPerClockRead; ++i) {
-                if (counter.load(std::memory_order_acquire) >= target) return;
+                if (counter.load(std::memory_order_acquire) >= target) return true;
                 cpu_relax();
             }
-        } while (std::chrono::steady_clock::now() < deadline);
+            return false;
+        };
+        if (poll_block()) return;
+        if (g_wait.budget.count() > 0) {
+            const auto deadline = std::chrono::steady_clock::now() + g_wait.budget;
+            do {
+                if (poll_block()) return;
+            } while (std::chrono::steady_clock::now() < deadline);
+        }
     } else {
         for (int i = 0; i < 64; ++i)
             if (counter.load(std::memory_order_acquire) >= target) return;
