@@ -290,9 +290,9 @@ void remember(LastNative& last, const CallArgs& args, const Routed& routed, stat
         if (flags & stats::kCallsites) callsites::record(counters, args.caller, {bytes, elapsed, weight});
         return rc;
     }
-    // A classified call is timed whenever times are wanted: its row, and so whether it is the row's turn, is known
-    // only once it has been routed (a new row's first calls are timed anyway). The time of a call whose turn it is
-    // not is dropped.
+    // A classified call is timed whenever times are wanted, unless it repeats this thread's last served call and that
+    // row is not due: its row, and so whether it is the row's turn, is known only once it has been routed (a new
+    // row's first calls are timed anyway). The time of a call whose turn it is not is dropped.
     LastServed& served = t_served;
     const bool unclocked = timed && served.cell != nullptr && !served.cell->due() && served.memo.matches(
         handle_bits(args.comm), handle_bits(args.datatype), handle_bits(args.op), CommContext::generation(),

@@ -134,22 +134,23 @@ void install_finalize_hook() {
     PMPI_Comm_set_attr(MPI_COMM_SELF, keyval, nullptr);
 }
 
-// Statistics switches and tools, once, before the first call: time calls only when a log or summary reports
-// times (one in ARSHIM_STATS_SAMPLE per row), capture call sites only when a log lists them (docs/stats.md
-// "Overhead").
 // How the node protocol's ranks wait (shim/paths/node_shm.h WaitPolicy): pausing polls where this node has an online
 // CPU for each of its world ranks. Under ARSHIM_VIRTUAL_PPN the virtual nodes share this machine, so every world rank
 // counts; without MPI_Init intercepted the node is unknown and the ranks yield early, as when oversubscribed.
 void set_wait_policy(const Runtime& rt, bool collective) {
     g_wait.budget = std::chrono::microseconds(rt.config.number(OptionId::spin_us));
     if (!collective || rt.world_node.empty()) return;
+    const int my_node = rt.world_node[static_cast<std::size_t>(rt.world_rank)];
     int ranks_here = rt.world_size;
     if (rt.config.number(OptionId::virtual_ppn) == 0)
-        ranks_here = static_cast<int>(std::count(rt.world_node.begin(), rt.world_node.end(), rt.world_node[rt.world_rank]));
+        ranks_here = static_cast<int>(std::count(rt.world_node.begin(), rt.world_node.end(), my_node));
     const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     g_wait.pause = cpus > 0 && ranks_here <= cpus;
 }
 
+// Statistics switches and tools, once, before the first call: time calls only when a log or summary reports
+// times (one in ARSHIM_STATS_SAMPLE per row), capture call sites only when a log lists them (docs/stats.md
+// "Overhead").
 void start_statistics(const Runtime& rt) {
     stats::start_clock();
     const bool file = !rt.config.text(OptionId::stats).empty();

@@ -25,16 +25,16 @@
 // leader writes the result area of buffer s % kShmBuffers only after copied[*] >= s - kShmBuffers (everyone read the
 // chunk that used it before). Stores are release, loads acquire, so the data written before a store is visible after
 // the load. Sequence numbers continue across calls (every rank of the node makes the same calls in the same order),
-// so the protocol needs no reset. Waiting spins briefly, then yields the CPU (ranks may outnumber cores).
+// so the protocol needs no reset. Waiting polls briefly, then yields the CPU (wait_at_least, below).
 //
-// Small calls on one domain (policy::model::node_reduces_directly): every rank reduces the whole chunk from all slots itself, straight
-// into its recvbuf, so a chunk costs one wait (arrived[*] >= s) instead of two (inputs at the leaders, results at
-// everyone). Same kernel over the same slots in node-rank order as a leader's reduction: the same bits as the leader
-// scheme, on every rank. Each rank then stores copied[me] = s (the leader scheme's result-area wait relies on it).
-// No other wait is needed, in either direction of a switch between the two schemes on one window: a rank writes its
-// slot of chunk s after it finished chunk s-1, which means it saw arrived[*] >= s-1 (direct) or reduced[*] >= s-1
-// (leaders), and either says that every rank that reads slots (all of them, or the leaders) finished chunk s-2, the
-// previous user of the buffer; the direct scheme never writes the result area.
+// Small calls on one domain (policy::model::node_reduces_directly): every rank reduces the whole chunk from all
+// slots itself, straight into its recvbuf, so a chunk costs one wait (arrived[*] >= s) instead of two (inputs at the
+// leaders, results at everyone). Same kernel over the same slots in node-rank order as a leader's reduction: the
+// same bits as the leader scheme, on every rank. Each rank then stores copied[me] = s (the leader scheme's
+// result-area wait relies on it). No other wait is needed, in either direction of a switch between the two schemes
+// on one window: a rank writes its slot of chunk s after it finished chunk s-1, which means it saw arrived[*] >= s-1
+// (direct) or reduced[*] >= s-1 (leaders), and either says that every rank that reads slots (all of them, or the
+// leaders) finished chunk s-2, the previous user of the buffer; the direct scheme never writes the result area.
 #pragma once
 
 #include <mpi.h>
