@@ -245,16 +245,16 @@ TEST_CASE("more bytes are never faster", "[model]") {
 }
 
 TEST_CASE("multileader on one node: small calls reduced by every rank, one wait (node_reduces_directly)", "[model]") {
-    // ppn 2 (and 1): up to 512 KiB; more ranks: at most 256 KiB read by the node's ranks in all, ppn^2 x bytes
-    CHECK(node_reduces_directly(512 * 1024, 2));
-    CHECK_FALSE(node_reduces_directly(512 * 1024 + 1, 2));
-    CHECK(node_reduces_directly(512 * 1024, 1));
-    CHECK(node_reduces_directly(16384, 4));
-    CHECK_FALSE(node_reduces_directly(16385, 4));
-    CHECK(node_reduces_directly(1024, 16));
-    CHECK_FALSE(node_reduces_directly(1025, 16));
-    CHECK_FALSE(node_reduces_directly(1, 1024));
+    // at most 64 KiB read by the node's ranks in all, ppn^2 x bytes
+    CHECK(node_reduces_directly(16384, 2));
+    CHECK_FALSE(node_reduces_directly(16385, 2));
+    CHECK(node_reduces_directly(65536, 1));
+    CHECK(node_reduces_directly(4096, 4));
+    CHECK_FALSE(node_reduces_directly(4097, 4));
+    CHECK(node_reduces_directly(256, 16));
+    CHECK_FALSE(node_reduces_directly(257, 16));
     CHECK(node_reduces_directly(0, 1024));
+    CHECK_FALSE(node_reduces_directly(1, 1024));
     // 1 KiB, ppn 2: a' + n b' + (ppn - 1) n c = 1e-6 + 1.024e-6 + 0.512e-6, whatever the leader count
     CHECK(multileader_time(hand(), Shape{1024, 2, 1}, multileader(1, 1), Flavor::mpich) == Approx(2.536e-6));
     CHECK(multileader_time(hand(), Shape{1024, 2, 1}, multileader(2, 1), Flavor::openmpi) == Approx(2.536e-6));
