@@ -170,9 +170,9 @@ void CommContext::compute_layout() {
         // Collectively. ARSHIM_VIRTUAL_PPN=k (tests, emulation) makes every k consecutive world ranks one node.
         const int64_t virtual_ppn = config->number(OptionId::virtual_ppn);
         if (virtual_ppn > 0)
-            PMPI_Comm_split(comm, rt.world_rank / static_cast<int>(virtual_ppn), rank, &node_comm);
+            comm_split_twice(comm, rt.world_rank / static_cast<int>(virtual_ppn), rank, &node_comm);
         else
-            PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node_comm);
+            comm_split_type_twice(comm, MPI_COMM_TYPE_SHARED, rank, &node_comm);  // twice: shim/core/mpi_util.h
         // Node id: the comm rank of the node's lowest rank (node-rank 0, the split is keyed by comm rank).
         int lowest = rank;
         bcast_twice(&lowest, 1, MPI_INT, 0, node_comm);  // twice: shim/core/mpi_util.h
@@ -200,7 +200,7 @@ void CommContext::compute_layout() {
 
 MPI_Comm CommContext::node_communicator() {
     // Same members and order as a split by type: the node's ranks in comm rank order.
-    if (node_comm == MPI_COMM_NULL) PMPI_Comm_split(comm, node_index, rank, &node_comm);
+    if (node_comm == MPI_COMM_NULL) comm_split_twice(comm, node_index, rank, &node_comm);  // twice: mpi_util.h
     return node_comm;
 }
 

@@ -29,6 +29,20 @@ int bcast_twice(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Co
     return rc;
 }
 
+int comm_split_twice(MPI_Comm comm, int color, int key, MPI_Comm* out) {
+    int rc = PMPI_Comm_split(comm, color, key, out);
+    if (rc != MPI_SUCCESS) return rc;
+    if (*out != MPI_COMM_NULL) PMPI_Comm_free(out);
+    return PMPI_Comm_split(comm, color, key, out);
+}
+
+int comm_split_type_twice(MPI_Comm comm, int split_type, int key, MPI_Comm* out) {
+    int rc = PMPI_Comm_split_type(comm, split_type, key, MPI_INFO_NULL, out);
+    if (rc != MPI_SUCCESS) return rc;
+    if (*out != MPI_COMM_NULL) PMPI_Comm_free(out);
+    return PMPI_Comm_split_type(comm, split_type, key, MPI_INFO_NULL, out);
+}
+
 int bcast_optional_string(std::string& text, bool* present, int root, MPI_Comm comm) {
     int rc = bcast_text_once(text, present, root, comm);
     if (rc == MPI_SUCCESS) rc = bcast_text_once(text, present, root, comm);  // the repeat: see bcast_twice

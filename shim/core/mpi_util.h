@@ -25,6 +25,13 @@ int bcast_string(std::string& text, int root, MPI_Comm comm);
 // The same for a string that may be absent (`*present` is root's on return), in the same two broadcasts per pass.
 int bcast_optional_string(std::string& text, bool* present, int root, MPI_Comm comm);
 
+// ARShim's communicators are made the same way, twice, the first freed at once: Open MPI 4.1.4's MPI_Comm_split and
+// MPI_Comm_split_type are not balanced per pair (at np 4 on one node, counted with its pml monitoring: ranks 1 and 3
+// exchange 4 messages one way and 1 the other in either), which would change the parity above for the rest of the
+// job. Once per communicator ARShim makes; `*out` as from the one call (MPI_COMM_NULL for MPI_UNDEFINED).
+int comm_split_twice(MPI_Comm comm, int color, int key, MPI_Comm* out);
+int comm_split_type_twice(MPI_Comm comm, int split_type, int key, MPI_Comm* out);
+
 // A handle as an integer, for hashing and cache keys (MPICH handles are ints, Open MPI's are pointers).
 template <typename Handle>
 inline uintptr_t handle_bits(Handle handle) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "policy/config.h"
+#include "shim/core/mpi_util.h"
 
 namespace arshim {
 
@@ -13,13 +14,8 @@ std::vector<int> probe_world_nodes(const Config& config, int world_rank, int wor
         for (int r = 0; r < world_size; ++r) nodes[static_cast<std::size_t>(r)] = r - r % static_cast<int>(virtual_ppn);
         return nodes;
     }
-    // Made twice, the first one freed: Open MPI 4.1.4's MPI_Comm_split_type is not balanced per pair (at np 4 some
-    // pairs exchange 2 messages one way and 5 the other, counted with its pml monitoring), and the parity of the
-    // messages between two ranks sets the speed of their later small calls (shim/core/mpi_util.h). Once per job.
     MPI_Comm node = MPI_COMM_NULL;
-    PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank, MPI_INFO_NULL, &node);
-    PMPI_Comm_free(&node);
-    PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank, MPI_INFO_NULL, &node);
+    comm_split_type_twice(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank, &node);  // twice: shim/core/mpi_util.h
     std::vector<int> lowest;
     int mine = world_rank;
     if (world_ranks_of(node, &lowest) && !lowest.empty()) mine = lowest.front();  // ordered by world rank (key)

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "policy/cost_model.h"
+#include "shim/core/mpi_util.h"
 #include "shim/core/runtime.h"
 #include "shim/paths/node_shm.h"
 #include "shim/paths/paths.h"
@@ -95,7 +96,7 @@ int run_one_rank_ring(const Call& call) {
     if (ring.comm == MPI_COMM_NULL) {  // collective: every rank takes this path in the same call (identical values)
         // A split, not MPI_Comm_dup: a duplicate would run the copy callbacks of the user's attributes on the
         // user's communicator (and their delete callbacks when ARShim frees it); a split copies none.
-        const int rc = PMPI_Comm_split(ctx.comm, 0, ctx.rank, &ring.comm);
+        const int rc = comm_split_twice(ctx.comm, 0, ctx.rank, &ring.comm);  // twice: shim/core/mpi_util.h
         if (rc != MPI_SUCCESS) return rc;
         ring.scratch.resize(kOneRankRingBlock);
     }

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "shim/core/log.h"
+#include "shim/core/mpi_util.h"
 #include "shim/paths/paths.h"
 
 // Tests only (test/verify/kernel_fault.cpp, never installed): every window fails to build. Null in the product.
@@ -32,16 +33,37 @@ constexpr std::size_t kRingChunk = 4 << 20;
 
 }  // namespace
 
-char* allocate_shared(MPI_Comm comm, bool owner, std::size_t bytes, MPI_Win* window) {
+char* allocate_shared(MPI_Comm comm, bool owner, std::size_t bytes, MPI_Win* window, std::string* why) {
     // One cache line more than asked for: the start is aligned below.
     const MPI_Aint size = owner ? static_cast<MPI_Aint>(bytes + kCacheLine) : 0;
     void* mine = nullptr;
     char* base = nullptr;
+#if defined(OPEN_MPI)
+    // Made twice under Open MPI, the first freed at once (its pages never touched): Open MPI 4.1.4's shared window
+    // creation is not balanced per pair (counted with its pml monitoring at np 4: ranks 0 and 1 exchange 9 messages
+    // one way and 8 the other), and the parity of the messages between two ranks sets the speed of their later small
+    // calls (shim/core/mpi_util.h). Once per window: once per communicator, and per growth. MPICH shows no such
+    // effect, and its window costs 0.1-0.3 ms: made once there.
+    MPI_Win scratch = MPI_WIN_NULL;
+    if (PMPI_Win_allocate_shared(size, 1, MPI_INFO_NULL, comm, &mine, &scratch) == MPI_SUCCESS) {
+        PMPI_Win_set_errhandler(scratch, MPI_ERRORS_RETURN);
+        PMPI_Win_free(&scratch);
+    }
+#endif
     int rc = PMPI_Win_allocate_shared(size, 1, MPI_INFO_NULL, comm, &mine, window);
     if (rc == MPI_SUCCESS) {
+        // A window's errors abort the job by default, whatever its communicator's handler: the query must report.
+        // (Open MPI 4.1.4 with its pml monitoring on hands out a window whose shared query fails with
+        // MPI_ERR_RMA_FLAVOR.)
+        PMPI_Win_set_errhandler(*window, MPI_ERRORS_RETURN);
         MPI_Aint got = 0;
         int disp = 0;
         rc = PMPI_Win_shared_query(*window, 0, &got, &disp, &base);
+    }
+    if (rc != MPI_SUCCESS && why != nullptr) {
+        char text[MPI_MAX_ERROR_STRING] = {};
+        int length = 0;
+        if (PMPI_Error_string(rc, text, &length) == MPI_SUCCESS) *why = std::string(text, static_cast<std::size_t>(length));
     }
     if (rc != MPI_SUCCESS || base == nullptr) return nullptr;
     // Open MPI's shared window base is only 8-byte aligned: 64-byte counters would straddle cache lines (false
@@ -73,7 +95,7 @@ ShmState* create_shm_state(CommContext& ctx, const ShmDomain& domain, std::size_
     // The "node" must really share memory (ARSHIM_VIRTUAL_PPN can group ranks that do not).
     int ok = 1;
     MPI_Comm shared = MPI_COMM_NULL;
-    PMPI_Comm_split_type(domain.comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared);
+    comm_split_type_twice(domain.comm, MPI_COMM_TYPE_SHARED, 0, &shared);  // twice: shim/core/mpi_util.h
     int shared_size = 0;
     PMPI_Comm_size(shared, &shared_size);
     PMPI_Comm_free(&shared);
@@ -97,10 +119,11 @@ ShmState* create_shm_state(CommContext& ctx, const ShmDomain& domain, std::size_
     const std::size_t sets = static_cast<std::size_t>(kShmBuffers) * (state->ppn + 1);
     const std::size_t control = 3 * static_cast<std::size_t>(state->ppn) * kCacheLine;
 
+    std::string why;  // the library's error text when it refused the window
     if (ok) {
         // Errors creating the window must come back to us (and be agreed on), not abort the job.
         PMPI_Comm_set_errhandler(domain.comm, MPI_ERRORS_RETURN);
-        state->base = allocate_shared(domain.comm, domain.rank == 0, control + sets * chunk, &state->window);
+        state->base = allocate_shared(domain.comm, domain.rank == 0, control + sets * chunk, &state->window, &why);
         if (state->base == nullptr)
             ok = 0;
         else
@@ -110,7 +133,10 @@ ShmState* create_shm_state(CommContext& ctx, const ShmDomain& domain, std::size_
     PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, ctx.comm);
     if (!all_ok) {
         if (state->window != MPI_WIN_NULL) PMPI_Win_free(&state->window);
-        if (ctx.rank == 0 && log::first_time(std::string(domain.name) + "-shm"))
+        if (ctx.rank == 0 && !why.empty() && log::first_time(std::string(domain.name) + "-shm-error"))
+            log::warn("{} shared-memory window refused by the MPI library ({}): multileader and sharp calls run "
+                      "native", domain.name, why);
+        else if (ctx.rank == 0 && log::first_time(std::string(domain.name) + "-shm"))
             log::warn("{} shared-memory window unavailable (ARSHIM_SHM_MAX={}, a {}'s ranks must share "
                       "memory): multileader and sharp calls run native",
                       domain.name, ctx.config->text(OptionId::shm_max), domain.name);
@@ -249,7 +275,7 @@ MPI_Comm node_leader_comm(CommContext& ctx, int leaders) {
     MPI_Comm& comm = ctx.slot<NodeShm>(PathSlot::node_shm)->leader_comm[leaders];
     if (comm == MPI_COMM_NULL) {
         const int color = ctx.node_rank < leaders ? ctx.node_rank : MPI_UNDEFINED;
-        PMPI_Comm_split(ctx.comm, color, ctx.node_index, &comm);
+        comm_split_twice(ctx.comm, color, ctx.node_index, &comm);  // twice: shim/core/mpi_util.h
         if (comm == MPI_COMM_NULL) comm = MPI_COMM_SELF;  // "created, not a member"; never freed
     }
     return comm == MPI_COMM_SELF ? MPI_COMM_NULL : comm;

@@ -46,6 +46,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -146,8 +147,8 @@ inline std::size_t call_chunk_bytes(const ShmState& state, uint64_t bytes) {
 ShmState* create_shm_state(CommContext& ctx, const ShmDomain& domain, std::size_t chunk);
 // A shared-memory window of `bytes` owned by the rank with `owner` (collective over `comm`, whose ranks share
 // memory), its start aligned to a cache line in every process; nullptr when the library refuses (then *window may
-// still need freeing).
-char* allocate_shared(MPI_Comm comm, bool owner, std::size_t bytes, MPI_Win* window);
+// still need freeing, and `why`, when given, holds the library's error text). The window reports errors, never aborts.
+char* allocate_shared(MPI_Comm comm, bool owner, std::size_t bytes, MPI_Win* window, std::string* why = nullptr);
 // Frees what create_shm_state() made (collective over the domain: the window) and the state itself.
 void free_shm_state(ShmState* state);
 

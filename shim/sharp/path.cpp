@@ -33,6 +33,7 @@
 #include <new>
 
 #include "shim/core/log.h"
+#include "shim/core/mpi_util.h"
 #include "shim/paths/node_shm.h"
 #include "shim/sharp/group.h"
 #include "shim/sharp/lib.h"
@@ -143,7 +144,7 @@ void create_direct(CommContext& ctx, Level& level) {
     level.direct = true;
     level.name = "rank";
     // A split, not MPI_Comm_dup, which would run the user's attribute copy callbacks (and, at the free, delete).
-    PMPI_Comm_split(ctx.comm, 0, ctx.rank, &level.leader_comm);
+    comm_split_twice(ctx.comm, 0, ctx.rank, &level.leader_comm);  // twice: shim/core/mpi_util.h
     level.owns_leader_comm = true;
     level.scratch = static_cast<char*>(std::aligned_alloc(4096, 2 * kDirectChunk));
     sharp::GroupSpec spec;
@@ -204,7 +205,7 @@ int socket_index(const CommContext& ctx) {
 void create_socket(CommContext& ctx, Level& level) {
     level.name = "socket";
     MPI_Comm socket_comm = MPI_COMM_NULL;
-    PMPI_Comm_split(ctx.node_communicator(), socket_index(ctx), ctx.node_rank, &socket_comm);
+    comm_split_twice(ctx.node_communicator(), socket_index(ctx), ctx.node_rank, &socket_comm);
     int rank = 0, size = 1;
     PMPI_Comm_rank(socket_comm, &rank);
     PMPI_Comm_size(socket_comm, &size);
@@ -238,12 +239,12 @@ void create_socket(CommContext& ctx, Level& level) {
         level.decline = level.shm == nullptr ? vocab::Reason::path_unavailable : vocab::Reason::shm_unavailable;
         return;
     }
-    PMPI_Comm_split(ctx.comm, is_leader ? 0 : MPI_UNDEFINED, ctx.rank, &level.leader_comm);
+    comm_split_twice(ctx.comm, is_leader ? 0 : MPI_UNDEFINED, ctx.rank, &level.leader_comm);
     level.owns_leader_comm = true;
     // Rank among the socket leaders of this node (SHARP's world_local_rank).
     MPI_Comm node_leaders = MPI_COMM_NULL;
     int local_rank = 0;
-    PMPI_Comm_split(ctx.node_communicator(), is_leader ? 0 : MPI_UNDEFINED, ctx.node_rank, &node_leaders);
+    comm_split_twice(ctx.node_communicator(), is_leader ? 0 : MPI_UNDEFINED, ctx.node_rank, &node_leaders);
     if (node_leaders != MPI_COMM_NULL) {
         PMPI_Comm_rank(node_leaders, &local_rank);
         PMPI_Comm_free(&node_leaders);
