@@ -58,10 +58,8 @@ TOML
 result=$(run ARSHIM_POLICY="$work/paths.toml" -- "$prog" 512:native 8192:pipelined 65536:multileader 1048576:multileader)
 check "policy file routes each size to its path" 0 "2 ranks, 4 calls, 0 failures" "${result#*$'\n'}" "${result%%$'\n'*}"
 
-# What the built-in table does with 16 B at np 2 on one node: MPICH's calls take the node path, Open MPI keeps its own
-# below 512 B (policy/default.toml).
-small_builtin=native
-[[ $flavor == mpich ]] && small_builtin=multileader
+# What the built-in table does with 16 B at np 2 on one node: the node path under both MPIs (policy/default.toml).
+small_builtin=multileader
 
 cat >"$work/prepend.toml" <<'TOML'
 version = 1

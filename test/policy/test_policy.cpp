@@ -151,16 +151,19 @@ TEST_CASE("the built-in policy: the measured rules, per MPI", "[policy][default]
     CHECK(describe_decision(big) == "multileader leaders=8 pipeline_k=1 kernel=native");
     CHECK(o.decide(call(uint64_t{1} << 40, 2, 1)).path == Path::multileader);
 
-    // One node, smaller: MPICH at every size (one leader below 4 KiB), Open MPI from 512 B (one leader below 8 KiB,
-    // then two): the node protocol's one-wait scheme for small calls (docs/paths.md "One node, small calls").
+    // One node, smaller: both MPIs at every size, one leader below 4 KiB (MPICH) and 8 KiB (Open MPI), then two: the
+    // node protocol's one-wait scheme for small calls (docs/paths.md "One node, small calls").
     CHECK(m.decide(call(8, 2, 1)).path == Path::multileader);
     CHECK(m.decide(call(8, 2, 1)).leaders == 1);
     CHECK(m.decide(call(32, 2, 1)).leaders == 1);
     CHECK(m.decide(call(4095, 2, 1)).leaders == 1);
     CHECK(m.decide(call(4096, 2, 1)).leaders == 2);
     CHECK(m.decide(call((4 << 20) - 1, 2, 1)).path == Path::multileader);
-    CHECK(o.decide(call(511, 2, 1)).path == Path::native);
-    CHECK(o.decide(call(512, 2, 1)).path == Path::multileader);
+    CHECK(o.decide(call(8, 2, 1)).path == Path::multileader);
+    CHECK(o.decide(call(8, 2, 1)).leaders == 1);
+    CHECK(o.decide(call(511, 2, 1)).leaders == 1);
+    CHECK(o.decide(call(8, 4, 1)).leaders == 1);
+    CHECK(o.decide(call(8, 1, 1)).path == Path::native);  // one rank: nothing to reduce across
     CHECK(o.decide(call(8191, 2, 1)).leaders == 1);
     CHECK(o.decide(call(8192, 2, 1)).path == Path::multileader);
     CHECK(o.decide(call(8192, 2, 1)).leaders == 2);
@@ -200,7 +203,8 @@ TEST_CASE("the built-in policy: the measured rules, per MPI", "[policy][default]
     CHECK(o.decide(call(1 << 20, 4, 8)).path == Path::pipelined);
 
     // A reduction the library gets wrong (a known library bug): one node, small: node shared memory, one leader,
-    // on both MPIs, where the plain call goes to the library; larger ones follow the plain calls' rules.
+    // on both MPIs, by its own rule (the plain call takes the node path too, by the small-call rules); larger ones
+    // follow the plain calls' rules.
     for (const Policy* p : {&m, &o}) {
         CallFacts bug = call(8, 2, 1, DtypeClass::integer, kernels::Op::max);
         bug.library_bug = true;
@@ -215,7 +219,8 @@ TEST_CASE("the built-in policy: the measured rules, per MPI", "[policy][default]
         bug.nodes = 2;  // across nodes: the plain rules (native below 4 KiB, with ARShim's op)
         CHECK(p->decide(bug).path == Path::native);
     }
-    CHECK(o.decide(call(8, 2, 1, DtypeClass::integer, kernels::Op::max)).path == Path::native);
+    CHECK(o.decide(call(8, 2, 1, DtypeClass::integer, kernels::Op::max)).path == Path::multileader);
+    CHECK(rule_of(o, o.decide(call(8, 2, 1, DtypeClass::integer, kernels::Op::max))) != line(6));
 
     // One rank per node on three and on five to seven nodes: ARShim's ring (the multi-leader path with no node
     // phase) from 256 KiB; on four and from eight segmented from 256 KiB (nothing to share on a node); the
@@ -242,7 +247,7 @@ TEST_CASE("the built-in policy: the measured rules, per MPI", "[policy][default]
     int rules_in_file = 0;
     for (std::size_t at = 0; (at = builtin_policy_text().find("\n[[rule]]", at)) != std::string::npos; ++at)
         ++rules_in_file;  // rule headers at the start of a line (the header comment shows one, commented out)
-    CHECK(rule_of(o, o.decide(call(8, 2, 1))) == line(rules_in_file));
+    CHECK(rule_of(o, o.decide(call(8, 2, 2))) == line(rules_in_file));
     CHECK(m.describe_rule(-1) == "no matching rule");
 }
 
