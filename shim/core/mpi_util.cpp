@@ -21,6 +21,15 @@ int bcast_text_once(std::string& text, bool* present, int root, MPI_Comm comm) {
     return rc;
 }
 
+// Runs `make` (which creates *out), frees what it made, runs it again: shim/core/mpi_util.h, comm_split_twice.
+template <typename Make>
+int make_comm_twice(Make make, MPI_Comm* out) {
+    const int rc = make();
+    if (rc != MPI_SUCCESS) return rc;
+    if (*out != MPI_COMM_NULL) PMPI_Comm_free(out);
+    return make();
+}
+
 }  // namespace
 
 int bcast_twice(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
@@ -30,17 +39,11 @@ int bcast_twice(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Co
 }
 
 int comm_split_twice(MPI_Comm comm, int color, int key, MPI_Comm* out) {
-    int rc = PMPI_Comm_split(comm, color, key, out);
-    if (rc != MPI_SUCCESS) return rc;
-    if (*out != MPI_COMM_NULL) PMPI_Comm_free(out);
-    return PMPI_Comm_split(comm, color, key, out);
+    return make_comm_twice([&] { return PMPI_Comm_split(comm, color, key, out); }, out);
 }
 
 int comm_split_type_twice(MPI_Comm comm, int split_type, int key, MPI_Comm* out) {
-    int rc = PMPI_Comm_split_type(comm, split_type, key, MPI_INFO_NULL, out);
-    if (rc != MPI_SUCCESS) return rc;
-    if (*out != MPI_COMM_NULL) PMPI_Comm_free(out);
-    return PMPI_Comm_split_type(comm, split_type, key, MPI_INFO_NULL, out);
+    return make_comm_twice([&] { return PMPI_Comm_split_type(comm, split_type, key, MPI_INFO_NULL, out); }, out);
 }
 
 int bcast_optional_string(std::string& text, bool* present, int root, MPI_Comm comm) {
