@@ -92,14 +92,18 @@ ShmState* create_shm_state(CommContext& ctx, const ShmDomain& domain, std::size_
     state->ppn = domain.size;
     state->domain = domain;
 
-    // The "node" must really share memory (ARSHIM_VIRTUAL_PPN can group ranks that do not).
+    // The "node" must really share memory: ARSHIM_VIRTUAL_PPN can group ranks that do not. Without it, every domain
+    // is a node of MPI_COMM_TYPE_SHARED (the world's node map or the context's own split) or a part of one, so the
+    // check is only made under ARSHIM_VIRTUAL_PPN: its two splits were 30-40 us of a window's first call.
     int ok = 1;
-    MPI_Comm shared = MPI_COMM_NULL;
-    comm_split_type_twice(domain.comm, MPI_COMM_TYPE_SHARED, 0, &shared);  // twice: shim/core/mpi_util.h
-    int shared_size = 0;
-    PMPI_Comm_size(shared, &shared_size);
-    PMPI_Comm_free(&shared);
-    if (shared_size != domain.size) ok = 0;
+    if (ctx.config->number(OptionId::virtual_ppn) > 0) {
+        MPI_Comm shared = MPI_COMM_NULL;
+        comm_split_type_twice(domain.comm, MPI_COMM_TYPE_SHARED, 0, &shared);  // twice: shim/core/mpi_util.h
+        int shared_size = 0;
+        PMPI_Comm_size(shared, &shared_size);
+        PMPI_Comm_free(&shared);
+        if (shared_size != domain.size) ok = 0;
+    }
     if (arshim_test_fail_shm != nullptr && arshim_test_fail_shm()) ok = 0;
 
     // The chunk size decides how many inter-node steps each leader makes, so it must be the same on every node: it

@@ -3,7 +3,8 @@
 //
 // A key (communicator, size bucket, element type, op) that explores tries its candidates in turn, call after call:
 // candidate 0 is the policy's choice, the others native and the other host path (online's second stage: the
-// winner and its neighbouring parameters). The first call of every candidate is a
+// winner and its neighbouring parameters); the others go before candidate 0 in a round, so that the round's last call,
+// the one that also makes the agreement, is the policy's choice. The first call of every candidate is a
 // warm-up, not a sample (a path's first call builds its shared-memory window and leader communicators); then each
 // gets kSamplesPerRound timed calls, and the ranks agree once (one allreduce of every candidate's median and spread,
 // the largest over the ranks). The verdict: the fastest candidate when its median beats the policy's choice by more
@@ -53,13 +54,13 @@ struct Exploration {
             ++calls[c];
         }
         if (round_complete()) return true;
-        for (int step = 1; step <= candidates; ++step) {
-            const int n = (c + step) % candidates;
-            if (active(n) && calls[n] < wanted()) {
-                next = static_cast<uint8_t>(n);
-                break;
-            }
-        }
+        // Next: the active candidate that still needs the most calls; among equals the highest index. So a round
+        // ends on candidate 0, the policy's choice: the call that carries the ranks' agreement (an allreduce) is
+        // then the policy's path, not a trial of the library right after it (docs/paths.md "First calls").
+        int pick = -1;
+        for (int n = 0; n < candidates; ++n)
+            if (active(n) && calls[n] < wanted() && (pick < 0 || calls[n] <= calls[pick])) pick = n;
+        if (pick >= 0) next = static_cast<uint8_t>(pick);
         return false;
     }
 

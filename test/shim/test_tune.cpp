@@ -121,3 +121,30 @@ TEST_CASE("rounds restart with the first active candidate and add samples", "[tu
     CHECK(run_round(ex, times) == 6);  // 3 more samples each
     CHECK(ex.calls[0] == 1 + 2 * kSamplesPerRound);
 }
+
+TEST_CASE("every round ends on the policy's choice: the agreement rides on its call, not on a trial", "[tune]") {
+    for (int n = 2; n <= 4; ++n) {
+        Exploration ex;
+        ex.candidates = static_cast<uint8_t>(n);
+        CHECK(ex.next == 0);  // the key's first call is the policy's choice (its warm-up builds the path's state)
+        const float times[] = {10, 11, 12, 13};
+        int last = -1;
+        for (int round = 0; round < kMaxRounds; ++round) {
+            if (round > 0) ex.next_round();
+            for (int calls = 0;; ++calls) {
+                REQUIRE(calls < 100);
+                last = ex.next;
+                if (ex.record(last, times[last], false)) break;
+            }
+            CHECK(last == 0);
+            for (int c = 0; c < n; ++c) CHECK(ex.calls[c] == ex.wanted());
+        }
+    }
+    // With the policy's choice declined, the round ends on another candidate, after every active one had its calls.
+    Exploration ex;
+    ex.candidates = 3;
+    const float times[] = {10, 11, 12};
+    run_round(ex, times, /*declines=*/0b001);
+    CHECK(ex.calls[1] == ex.wanted());
+    CHECK(ex.calls[2] == ex.wanted());
+}
