@@ -38,6 +38,7 @@ enum class OptionId : uint8_t {
     policy_mode,
     policy_max_bytes,
     shm_max,
+    shm_reuse,
     spin_us,
     context_after,
     stats,

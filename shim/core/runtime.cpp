@@ -25,6 +25,7 @@
 #include "shim/core/mpi_types.h"
 #include "shim/core/world_nodes.h"
 #include "shim/paths/node_shm.h"
+#include "shim/paths/window_pool.h"
 #include "shim/core/mpi_util.h"
 #include "shim/sharp/lib.h"
 #include "shim/core/simd_ops.h"
@@ -123,6 +124,9 @@ int finalize_callback(MPI_Comm, int, void*, void*) {
         if (!problem.empty()) log::warn("{}", problem);
     }
     report_phase_times(rt.world_rank);
+    // Kept windows first (token order), then the live contexts' (creation order), whose offers are refused now:
+    // the same order on every rank (shim/paths/window_pool.h).
+    window_pool::release_all();
     CommContext::release_all();
     free_simd_ops();
     return MPI_SUCCESS;

@@ -11,6 +11,7 @@
 #include "shim/core/log.h"
 #include "shim/core/mpi_util.h"
 #include "shim/paths/paths.h"
+#include "shim/paths/window_pool.h"
 
 // Tests only (test/verify/kernel_fault.cpp, never installed): every window fails to build. Null in the product.
 extern "C" int arshim_test_fail_shm() __attribute__((weak, visibility("hidden")));
@@ -87,6 +88,25 @@ void prefault(char* start, std::size_t bytes) {
         (void)*reinterpret_cast<volatile const char*>(at);
 }
 
+namespace {
+
+// The chunk size decides how many inter-node steps each leader makes, so it must be the same on every node: it is
+// derived from values identical on all ranks (largest ppn, node count, settings). Set when a window is made, and
+// again when a communicator takes over a kept window (shim/paths/window_pool.h).
+void set_chunk_limits(const CommContext& ctx, ShmState& state) {
+    const ShmDomain& domain = state.domain;
+    state.preferred_chunk = domain.count <= 1 ? kSingleNodeChunk
+                            : domain.leaders_may_ring && internode_takes_ring(domain.count, UINT64_MAX) ? kRingChunk
+                                                                                                         : kMultiNodeChunk;
+    const std::size_t largest_sets = static_cast<std::size_t>(kShmBuffers) * (domain.size_max + 1);
+    const std::size_t largest_control = 3 * static_cast<std::size_t>(domain.size_max) * kCacheLine;
+    const std::size_t shm_max = static_cast<std::size_t>(ctx.config->number(OptionId::shm_max));
+    state.max_chunk = shm_max > largest_control ? (shm_max - largest_control) / largest_sets : 0;
+    state.max_chunk &= ~(kCacheLine - 1);
+}
+
+}  // namespace
+
 ShmState* create_shm_state(CommContext& ctx, const ShmDomain& domain, std::size_t wanted_chunk) {
     auto* state = new ShmState;
     state->ppn = domain.size;
@@ -106,16 +126,7 @@ ShmState* create_shm_state(CommContext& ctx, const ShmDomain& domain, std::size_
     }
     if (arshim_test_fail_shm != nullptr && arshim_test_fail_shm()) ok = 0;
 
-    // The chunk size decides how many inter-node steps each leader makes, so it must be the same on every node: it
-    // is derived from values identical on all ranks (largest ppn, node count, settings, the call's size).
-    state->preferred_chunk = domain.count <= 1 ? kSingleNodeChunk
-                             : domain.leaders_may_ring && internode_takes_ring(domain.count, UINT64_MAX) ? kRingChunk
-                                                         : kMultiNodeChunk;
-    const std::size_t largest_sets = static_cast<std::size_t>(kShmBuffers) * (domain.size_max + 1);
-    const std::size_t largest_control = 3 * static_cast<std::size_t>(domain.size_max) * kCacheLine;
-    const std::size_t shm_max = static_cast<std::size_t>(ctx.config->number(OptionId::shm_max));
-    state->max_chunk = shm_max > largest_control ? (shm_max - largest_control) / largest_sets : 0;
-    state->max_chunk &= ~(kCacheLine - 1);
+    set_chunk_limits(ctx, *state);
     std::size_t chunk = std::min({std::max(wanted_chunk, kMinChunk), state->preferred_chunk, state->max_chunk});
     chunk &= ~(kCacheLine - 1);
     if (chunk < 4 * kCacheLine) ok = 0;
@@ -133,8 +144,16 @@ ShmState* create_shm_state(CommContext& ctx, const ShmDomain& domain, std::size_
         else
             prefault(state->base, control + sets * chunk);
     }
-    int all_ok = 0;  // everyone agrees on the outcome before anyone uses the window
-    PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, ctx.comm);
+    // Everyone agrees on the outcome before anyone uses the window, and on its token and whether it may be kept for
+    // reuse (shim/paths/window_pool.h), in one allreduce.
+    long long mine[3] = {ok ? 0 : 1, static_cast<long long>(window_pool::next_token()),
+                         window_pool::enabled() ? 0 : 1};
+    long long agreed[3] = {1, 0, 1};
+    PMPI_Allreduce(mine, agreed, 3, MPI_LONG_LONG, MPI_MAX, ctx.comm);
+    const bool all_ok = agreed[0] == 0;
+    state->token = static_cast<uint64_t>(agreed[1]);
+    window_pool::saw_token(state->token);
+    state->poolable = agreed[2] == 0;
     if (!all_ok) {
         if (state->window != MPI_WIN_NULL) PMPI_Win_free(&state->window);
         if (ctx.rank == 0 && !why.empty() && log::first_time(std::string(domain.name) + "-shm-error"))
@@ -168,7 +187,12 @@ NodeShm::NodeShm() {
 }
 
 NodeShm::~NodeShm() {
+    if (window_pool::offer(members, state, window_comm)) {
+        state = nullptr;  // the pool owns the window and its communicator now
+        window_comm = MPI_COMM_NULL;
+    }
     free_shm_state(state);
+    if (window_comm != MPI_COMM_NULL) PMPI_Comm_free(&window_comm);
     for (MPI_Comm& comm : leader_comm)
         if (comm != MPI_COMM_NULL && comm != MPI_COMM_SELF) PMPI_Comm_free(&comm);
 }
@@ -250,6 +274,60 @@ void report_phase_times(int world_rank) {
                  static_cast<unsigned long long>(t.ring_steps));
 }
 
+namespace {
+
+// The world ranks of my node's members of the communicator, in node-rank order; empty when a member is not a process
+// of MPI_COMM_WORLD (its window is then never kept).
+std::vector<int> node_members(const CommContext& ctx) {
+    std::vector<int> comm_ranks;
+    for (int r = 0; r < ctx.size; ++r)
+        if (ctx.node_of_rank[static_cast<std::size_t>(r)] == ctx.node_index) comm_ranks.push_back(r);
+    MPI_Group group = MPI_GROUP_NULL, world = MPI_GROUP_NULL;
+    PMPI_Comm_group(ctx.comm, &group);
+    PMPI_Comm_group(MPI_COMM_WORLD, &world);
+    std::vector<int> members(comm_ranks.size(), MPI_UNDEFINED);
+    PMPI_Group_translate_ranks(group, static_cast<int>(comm_ranks.size()), comm_ranks.data(), world, members.data());
+    PMPI_Group_free(&group);
+    PMPI_Group_free(&world);
+    if (std::find(members.begin(), members.end(), MPI_UNDEFINED) != members.end()) members.clear();
+    return members;
+}
+
+// A new communicator's first window: takes over the window kept from a freed communicator of the same node members
+// (shim/paths/window_pool.h) when every rank of this communicator has one, all made together (the same token) and
+// with the same chunk capacity on every node. Collective over the communicator (one allreduce) unless
+// ARSHIM_SHM_REUSE=off, which every rank has alike. Sequence numbers continue: the window's previous communicator
+// made its last call on it before it was freed, on every rank of the node, as if this one's calls followed on it.
+bool take_kept_window(CommContext& ctx, NodeShm& node, ShmDomain& domain) {
+    if (ctx.config->text(OptionId::shm_reuse) == "off") return false;
+    node.members = node_members(ctx);
+    const ShmState* kept = node.members.empty() || !window_pool::enabled() ? nullptr : window_pool::reserve(node.members);
+    const long long token = kept ? static_cast<long long>(kept->token) : 0;
+    const long long chunk = kept ? static_cast<long long>(kept->chunk_bytes) : 0;
+    // Signed MAX of {v, -v}: equal on every rank exactly when every rank proposed the same v.
+    long long mine[4] = {token, -token, chunk, -chunk};
+    long long agreed[4] = {0, 0, 0, 0};
+    PMPI_Allreduce(mine, agreed, 4, MPI_LONG_LONG, MPI_MAX, ctx.comm);
+    const bool same = agreed[0] > 0 && agreed[0] == -agreed[1] && agreed[2] == -agreed[3];
+    if (!same) {
+        if (kept) window_pool::unreserve(node.members);
+        return false;
+    }
+    const window_pool::Entry entry = window_pool::take(node.members);
+    node.state = entry.state;
+    node.window_comm = entry.comm;
+    domain.comm = entry.comm;
+    node.state->domain = domain;
+    set_chunk_limits(ctx, *node.state);
+    node.state->grow_failed = 0;
+    if (ctx.rank == 0)
+        log::debug("node window of a {}-rank communicator taken over from a freed one ({} byte chunks)", ctx.size,
+                   node.state->chunk_bytes);
+    return true;
+}
+
+}  // namespace
+
 ShmState* node_shm(CommContext& ctx, uint64_t bytes, vocab::Reason* reason) {
     // Decline on values identical on all ranks only. ppn = 1 everywhere: nothing to share.
     if (ctx.ppn_max == 1) return *reason = vocab::Reason::one_rank_per_node, nullptr;
@@ -259,13 +337,17 @@ ShmState* node_shm(CommContext& ctx, uint64_t bytes, vocab::Reason* reason) {
     NodeShm& node = ctx.ensure_slot<NodeShm>(PathSlot::node_shm);
     if (node.state == nullptr) {
         ShmDomain domain;
-        domain.comm = ctx.node_communicator();
         domain.rank = ctx.node_rank;
         domain.size = ctx.node_size;
         domain.size_max = ctx.ppn_max;
         domain.count = ctx.node_count;
         domain.leaders_may_ring = true;
-        node.state = create_shm_state(ctx, domain, wanted);
+        if (!take_kept_window(ctx, node, domain)) {
+            // Same members and order as a split by type: the node's ranks in comm rank order.
+            comm_split_twice(ctx.comm, ctx.node_index, ctx.rank, &node.window_comm);  // twice: mpi_util.h
+            domain.comm = node.window_comm;
+            node.state = create_shm_state(ctx, domain, wanted);
+        }
     } else {
         ShmState& s = *node.state;
         const std::size_t target = std::min({wanted, s.preferred_chunk, s.max_chunk}) & ~(kCacheLine - 1);

@@ -49,6 +49,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "policy/cost_model.h"
 #include "shim/core/call.h"
@@ -115,20 +116,32 @@ struct ShmState {
     char* buffers = nullptr;  // kShmBuffers x (ppn slots + 1 result), each chunk_bytes
     uint64_t sequence = 0;    // last chunk sequence number used (identical on the node's ranks)
     bool usable = false;
+    uint64_t token = 0;     // agreed by the ranks that made the window (shim/paths/window_pool.h)
+    bool poolable = false;  // every rank that made it keeps windows for reuse (window_pool::enabled)
 
     char* slot(int buffer, int rank) const {
         return buffers + (static_cast<std::size_t>(buffer) * (ppn + 1) + static_cast<std::size_t>(rank)) * chunk_bytes;
     }
     char* result(int buffer) const { return slot(buffer, ppn); }
+    // The window's bytes (what create_shm_state() asked for).
+    std::size_t window_bytes() const {
+        return 3 * static_cast<std::size_t>(ppn) * kCacheLine +
+               static_cast<std::size_t>(kShmBuffers) * (static_cast<std::size_t>(ppn) + 1) * chunk_bytes;
+    }
 };
 
 // The node domain's context slot (PathSlot::node_shm), shared by the multileader and SHARP paths: the node window
 // and the leader communicators (one per leader count l: node rank j < l of every node).
 struct NodeShm : PathState {
     ShmState* state = nullptr;
+    // The node's ranks, in node-rank order: the communicator the window is made (and grown) on. Owned; kept with the
+    // window when the window goes to the pool (shim/paths/window_pool.h).
+    MPI_Comm window_comm = MPI_COMM_NULL;
+    std::vector<int> members;  // the node's world ranks in node-rank order (the pool's key); empty: never kept
     MPI_Comm leader_comm[kMaxLeaders + 1];  // by leader count; this rank's own leader communicator
     NodeShm();
-    ~NodeShm() override;  // collective over the node (the window) and the user's communicator (leader comms)
+    // Collective over the node (the window, unless the pool keeps it) and the user's communicator (leader comms).
+    ~NodeShm() override;
 };
 
 // The context's node state, built on first use and grown to the chunk a call of `bytes` needs (collective over the

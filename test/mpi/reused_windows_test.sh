@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Node windows taken over from freed communicators (shim/paths/window_pool.h, ARSHIM_SHM_REUSE): check_reused_windows
+# makes and frees communicators of several shapes and checks every result on every rank; this script runs it under
+# the settings that change what is kept, and checks from ARShim's debug log that windows were (or were not) taken
+# over.
+#
+#   reused_windows_test.sh FLAVOR SHIM_LIB PROGRAM
+set -uo pipefail
+flavor=$1 shim=$2 prog=$3
+here=$(cd "$(dirname "$0")" && pwd)
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+for v in $(env | sed -n 's/^\(ARSHIM_[A-Z_]*\)=.*/\1/p'); do [[ $v == ARSHIM_TEST_YIELD_LIB ]] || unset "$v"; done
+fail=0
+
+# run NAME NP EXPECT(taken|none) [VAR=VALUE ...] [-- ARGS]
+run() {
+  local name=$1 np=$2 expect=$3; shift 3
+  local vars=() args=()
+  while [[ $# -gt 0 && $1 != -- ]]; do vars+=("$1"); shift; done
+  [[ ${1:-} == -- ]] && shift && args=("$@")
+  if ! ARSHIM_TEST_TIMEOUT=180 "$here/mpirun.sh" "$flavor" "$np" "$shim" ARSHIM_LOG=debug "${vars[@]}" -- \
+      "$prog" "${args[@]}" >"$out" 2>&1 || ! grep -q "check_reused_windows: ok" "$out"; then
+    echo "FAIL $name:"; grep -v "arshim.*debug\|decision:\|context:" "$out" | head -20 | sed 's/^/    /'; fail=1; return
+  fi
+  local taken; taken=$(grep -c "taken over from a freed one" "$out")
+  if [[ $expect == taken && $taken -eq 0 ]]; then
+    echo "FAIL $name: no window was taken over"; fail=1
+  elif [[ $expect == none && $taken -ne 0 ]]; then
+    echo "FAIL $name: $taken windows taken over, expected none"; fail=1
+  else
+    echo "ok: $name ($(grep -o "check_reused_windows: ok.*" "$out"), $taken windows taken over)"
+  fi
+}
+
+run "default np 2" 2 taken
+run "served from the first call, np 2" 2 taken ARSHIM_CONTEXT_AFTER=1
+run "multileader forced, 2 x 2 virtual nodes, two leaders" 4 taken ARSHIM_PATH=multileader ARSHIM_VIRTUAL_PPN=2 \
+  ARSHIM_LEADERS=2
+run "uneven nodes (2 + 1), from the first call" 3 taken ARSHIM_VIRTUAL_PPN=2 ARSHIM_CONTEXT_AFTER=1
+run "multileader forced, a 64 KiB window cap, np 3" 3 taken ARSHIM_PATH=multileader ARSHIM_SHM_MAX=64K
+run "ARSHIM_SHM_REUSE=off" 2 none ARSHIM_SHM_REUSE=off ARSHIM_CONTEXT_AFTER=1
+run "MPI_THREAD_MULTIPLE, auto: nothing kept" 2 none ARSHIM_CONTEXT_AFTER=1 -- --multiple
+run "MPI_THREAD_MULTIPLE, ARSHIM_SHM_REUSE=on" 2 taken ARSHIM_SHM_REUSE=on ARSHIM_CONTEXT_AFTER=1 -- --multiple
+exit $fail
