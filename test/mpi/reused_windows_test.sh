@@ -4,9 +4,12 @@
 # the settings that change what is kept, and checks from ARShim's debug log that windows were (or were not) taken
 # over.
 #
-#   reused_windows_test.sh FLAVOR SHIM_LIB PROGRAM
+# check_random_comms then makes, uses and frees communicators of drawn shapes in a drawn order (seeded alike on every
+# rank) under forced paths and virtual nodes.
+#
+#   reused_windows_test.sh FLAVOR SHIM_LIB PROGRAM RANDOM_PROGRAM
 set -uo pipefail
-flavor=$1 shim=$2 prog=$3
+flavor=$1 shim=$2 prog=$3 random_prog=$4
 here=$(cd "$(dirname "$0")" && pwd)
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
@@ -42,4 +45,18 @@ run "multileader forced, a 64 KiB window cap, np 3" 3 taken ARSHIM_PATH=multilea
 run "ARSHIM_SHM_REUSE=off" 2 none ARSHIM_SHM_REUSE=off ARSHIM_CONTEXT_AFTER=1
 run "MPI_THREAD_MULTIPLE, auto: nothing kept" 2 none ARSHIM_CONTEXT_AFTER=1 -- --multiple
 run "MPI_THREAD_MULTIPLE, ARSHIM_SHM_REUSE=on" 2 taken ARSHIM_SHM_REUSE=on ARSHIM_CONTEXT_AFTER=1 -- --multiple
+# random NAME NP SEED [VAR=VALUE ...]
+random() {
+  local name=$1 np=$2 seed=$3; shift 3
+  if ARSHIM_TEST_TIMEOUT=180 "$here/mpirun.sh" "$flavor" "$np" "$shim" "$@" -- "$random_prog" "$seed" 300 >"$out" 2>&1 &&
+      grep -q "check_random_comms: ok" "$out"; then
+    echo "ok: random communicators, $name ($(grep -o "check_random_comms: ok.*" "$out"))"
+  else
+    echo "FAIL random communicators, $name:"; head -20 "$out" | sed 's/^/    /'; fail=1
+  fi
+}
+random "seed 1, np 4, 2 x 2 virtual nodes" 4 1 ARSHIM_VIRTUAL_PPN=2 ARSHIM_CONTEXT_AFTER=2
+random "seed 2, np 5, multileader forced" 5 2 ARSHIM_PATH=multileader
+random "seed 3, np 3, reproducible forced" 3 3 ARSHIM_PATH=reproducible
+random "seed 4, np 4, online tuning" 4 4 ARSHIM_TUNE=online ARSHIM_CONTEXT_AFTER=1
 exit $fail
