@@ -79,11 +79,10 @@ const std::array<OptionSpec, kOptionCount> kOptions = {{
      "Largest policy file rank 0 reads (a larger one, or anything but a regular file, is rejected: built-in table)."},
     {OptionId::shm_max, "ARSHIM_SHM_MAX", OptionType::size, "64M", nullptr, 64 * 1024, kTiB,
      "Multi-leader path: largest node shared-memory window per communicator; larger buffers go in chunks."},
-    {OptionId::shm_reuse, "ARSHIM_SHM_REUSE", OptionType::choice, "auto", "auto|on|off", 0, 0,
-     "Node windows of freed communicators are kept (one per node group, up to 4 MiB each) and taken over by a later "
-     "communicator of the same node ranks, for one small allreduce instead of a new window; auto: only below "
-     "MPI_THREAD_MULTIPLE (reuse needs collective calls on communicators over the same ranks in one order); on: "
-     "also under MPI_THREAD_MULTIPLE; off: every communicator makes its own (docs/paths.md \"Reused windows\")."},
+    {OptionId::shm_reuse, "ARSHIM_SHM_REUSE", OptionType::choice, "on", "on|off", 0, 0,
+     "on: a freed communicator's node window (up to 4 MiB) is kept, one per node group, and a later communicator of "
+     "the same node ranks takes it over for one small allreduce instead of a new window (docs/paths.md \"Reused "
+     "windows\"); off: every communicator makes its own."},
     {OptionId::spin_us, "ARSHIM_SPIN_US", OptionType::integer, "0", nullptr, 0, 1000000,
      "Node shared-memory protocol (multileader, reproducible, SHARP), where the node has a CPU for each rank: "
      "microseconds a waiting rank keeps polling, pausing, before it yields the CPU between polls (0 = 16 polls, "

@@ -14,7 +14,7 @@ namespace arshim::window_pool {
 namespace {
 
 struct Kept {
-    Entry entry;
+    Entry entry;             // state == nullptr while an offer of this key is being agreed
     bool reserved = false;  // a first call is agreeing on it
 };
 
@@ -26,14 +26,7 @@ std::atomic<uint64_t> g_last_token{0};
 
 }  // namespace
 
-bool enabled() {
-    const std::string mode = runtime().config.text(OptionId::shm_reuse);
-    if (mode == "off") return false;
-    if (mode == "on") return true;
-    int level = MPI_THREAD_SINGLE;
-    if (PMPI_Query_thread(&level) != MPI_SUCCESS) return false;
-    return level < MPI_THREAD_MULTIPLE;
-}
+bool enabled() { return runtime().config.text(OptionId::shm_reuse) != "off"; }
 
 uint64_t next_token() { return g_last_token.load(std::memory_order_relaxed) + 1; }
 
@@ -44,18 +37,35 @@ void saw_token(uint64_t token) {
 }
 
 bool offer(const std::vector<int>& members, ShmState* state, MPI_Comm comm) {
+    // Identical on the node's ranks: its members, the agreed outcome and flags of the window, its size.
     if (members.empty() || state == nullptr || comm == MPI_COMM_NULL) return false;
     if (!state->usable || !state->poolable || state->frozen || state->window_bytes() > kMaxWindowBytes) return false;
+    // This rank's answer: whether its entry for the key is free. It is claimed (an empty entry) before the
+    // agreement, so that another thread freeing a communicator of the same members meanwhile sees it taken; the
+    // mutex is not held across the allreduce.
+    int mine = 0;
+    {
+        std::lock_guard<std::mutex> lock(g_mutex);
+        if (!g_closed && enabled() && g_kept.count(members) == 0) {
+            g_kept[members] = Kept{};
+            mine = 1;
+        }
+    }
+    int all = 0;
+    PMPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm);
     std::lock_guard<std::mutex> lock(g_mutex);
-    if (g_closed || g_kept.count(members) != 0) return false;
-    g_kept[members] = Kept{Entry{state, comm}, false};
+    if (all == 0) {
+        if (mine) g_kept.erase(members);
+        return false;
+    }
+    g_kept[members].entry = Entry{state, comm};
     return true;
 }
 
 const ShmState* reserve(const std::vector<int>& members) {
     std::lock_guard<std::mutex> lock(g_mutex);
     auto it = g_kept.find(members);
-    if (it == g_kept.end() || it->second.reserved) return nullptr;
+    if (it == g_kept.end() || it->second.reserved || it->second.entry.state == nullptr) return nullptr;
     it->second.reserved = true;
     return it->second.entry.state;
 }
@@ -80,7 +90,8 @@ void release_all() {
     {
         std::lock_guard<std::mutex> lock(g_mutex);
         g_closed = true;
-        for (auto& [members, kept] : g_kept) entries.push_back(kept.entry);
+        for (auto& [members, kept] : g_kept)
+            if (kept.entry.state != nullptr) entries.push_back(kept.entry);
         g_kept.clear();
     }
     std::sort(entries.begin(), entries.end(),

@@ -6,12 +6,11 @@
 // node's members (world ranks in node-rank order, the order of the window's slots); a later communicator whose node
 // has exactly those members takes it over on its first served call, for one small allreduce instead of a window.
 //
-// Every rank of a node must keep or free a window alike, since freeing is collective over the node. The pool holds
-// at most one window per key, and both events that change a key's entry involve every rank of that node: a free of
-// a communicator they are all in (MPI orders those collective calls alike on every rank) and a take-over agreed by an
-// allreduce over the new communicator. So every rank of the node sees the same entry at the same point, provided
-// collective calls on communicators over the same ranks are not made concurrently from several threads: "auto"
-// keeps windows only below MPI_THREAD_MULTIPLE (the choice is agreed when the window is made, so a node never mixes).
+// Every rank of a node must keep or free a window alike, since freeing is collective over the node: when a
+// communicator is freed, its node's ranks agree in one allreduce over the node communicator whether all of them
+// keep it (each says yes when its own entry for the key is free); otherwise all free it. A take-over is agreed by an
+// allreduce over the new communicator. Both agreements hold whatever the threads do (MPI_THREAD_MULTIPLE included:
+// a rank whose entry is mid-change answers no, and the ranks fall back to freeing or to a new window).
 #pragma once
 
 #include <mpi.h>
@@ -25,8 +24,8 @@ struct ShmState;
 
 namespace window_pool {
 
-// Whether this process keeps windows: ARSHIM_SHM_REUSE on, or auto below MPI_THREAD_MULTIPLE. Agreed per window by
-// create_shm_state() (every rank of the communicator must say yes).
+// Whether this process keeps windows (ARSHIM_SHM_REUSE, not off). Agreed per window by create_shm_state() and again
+// when the window is offered.
 bool enabled();
 
 // Tokens identify a window across the ranks of the communicator that made it: the largest over its ranks of each
@@ -42,8 +41,9 @@ struct Entry {
 };
 
 // A communicator is being freed: keeps its window (true; the pool then owns `state` and `comm`) when it may be
-// reused: usable, agreed poolable, not registered with SHARP (frozen), at most kMaxWindowBytes, no window of the
-// same members kept already, not finalizing. Every test is on values identical on the node's ranks.
+// reused (usable, agreed poolable, not registered with SHARP (frozen), at most kMaxWindowBytes: identical on the
+// node's ranks) and every rank of the node has no window of these members kept and is not finalizing (agreed:
+// collective over `comm`, one allreduce, when the first tests pass).
 bool offer(const std::vector<int>& members, ShmState* state, MPI_Comm comm);
 
 // A new communicator's first served call: the kept window of these members, reserved for this call (its token and

@@ -5,23 +5,26 @@
  * and dups of a communicator that stays alive (two live communicators of the same members, freed in either order),
  * with calls on the long-lived communicator in between.
  *
- *   check_reused_windows [--cycles N] [--multiple]
+ *   check_reused_windows [--cycles N] [--multiple] [--threads T]
  *
- * --multiple initializes with MPI_THREAD_MULTIPLE (ARSHIM_SHM_REUSE=auto then keeps no window). Prints
- * "check_reused_windows: ok (C checks)" on rank 0 when every check passed on every rank. */
+ * --multiple initializes with MPI_THREAD_MULTIPLE; --threads T (T >= 2, implies it) then also runs T threads at once,
+ * each making, using and freeing dups of its own duplicate of MPI_COMM_WORLD: communicators of the same members
+ * freed and taken over concurrently. Prints "check_reused_windows: ok (C checks)" on rank 0 when every check passed
+ * on every rank. */
 #include <mpi.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int g_failures = 0, g_checks = 0, g_world_rank = 0;
+static int g_failures = 0, g_checks = 0, g_world_rank = 0; /* counted atomically: threads share them */
 
 /* Counts drawn over several size buckets: 1 element up to 40 KiB of doubles, so windows grow while reused. */
 static const int kCounts[] = {1, 3, 17, 130, 1025, 5003, 0, 2};
 enum { kCountKinds = sizeof kCounts / sizeof kCounts[0], kMaxCount = 5003 };
 
-static double g_in[kMaxCount], g_out[kMaxCount];
-static int g_iin[kMaxCount], g_iout[kMaxCount];
+static _Thread_local double g_in[kMaxCount], g_out[kMaxCount];
+static _Thread_local int g_iin[kMaxCount], g_iout[kMaxCount];
 
 /* A few calls on `comm`, sizes and ops chosen by `seed`; every rank checks every element. */
 static void reduce_on(MPI_Comm comm, unsigned seed, int calls, const char *what) {
@@ -50,26 +53,63 @@ static void reduce_on(MPI_Comm comm, unsigned seed, int calls, const char *what)
                 if (g_iout[i] != want) bad = i;
             }
         }
-        ++g_checks;
+        __atomic_fetch_add(&g_checks, 1, __ATOMIC_RELAXED);
         if (bad >= 0) {
-            ++g_failures;
+            __atomic_fetch_add(&g_failures, 1, __ATOMIC_RELAXED);
             printf("rank %d: FAIL %s call %d: %d elements, kind %d, wrong at element %d\n", g_world_rank, what, k,
                    count, kind, bad);
         }
     }
 }
 
+struct ThreadWork {
+    MPI_Comm parent;
+    int thread, cycles;
+};
+
+/* One thread's churn: dups of its own parent, a few calls each, freed. */
+static void *churn(void *arg) {
+    const struct ThreadWork *w = arg;
+    for (int c = 0; c < w->cycles; ++c) {
+        MPI_Comm comm;
+        MPI_Comm_dup(w->parent, &comm);
+        reduce_on(comm, 5000u + 100u * (unsigned)w->thread + (unsigned)c, 2 + c % 11, "threaded dup");
+        MPI_Comm_free(&comm);
+    }
+    return NULL;
+}
+
 int main(int argc, char **argv) {
-    int cycles = 40, multiple = 0;
+    int cycles = 40, multiple = 0, threads = 0;
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--cycles") && i + 1 < argc) cycles = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--multiple")) multiple = 1;
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]), multiple = 1;
     }
+    if (threads > 8) threads = 8;
     int provided = 0;
     MPI_Init_thread(&argc, &argv, multiple ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided);
+    if (threads >= 2 && provided < MPI_THREAD_MULTIPLE) {
+        if (g_world_rank == 0) printf("check_reused_windows: MPI_THREAD_MULTIPLE not provided\n");
+        MPI_Finalize();
+        return 1;
+    }
     int size = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &g_world_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+
+    if (threads >= 2) {
+        MPI_Comm parents[8];
+        pthread_t ids[8];
+        struct ThreadWork work[8];
+        for (int t = 0; t < threads; ++t) MPI_Comm_dup(MPI_COMM_WORLD, &parents[t]);
+        for (int t = 0; t < threads; ++t) {
+            work[t] = (struct ThreadWork){parents[t], t, cycles};
+            pthread_create(&ids[t], NULL, churn, &work[t]);
+        }
+        for (int t = 0; t < threads; ++t) pthread_join(ids[t], NULL);
+        for (int t = 0; t < threads; ++t) MPI_Comm_free(&parents[t]);
+    }
 
     MPI_Comm lasting; /* lives through the loop */
     MPI_Comm_dup(MPI_COMM_WORLD, &lasting);

@@ -43,8 +43,9 @@ run "multileader forced, 2 x 2 virtual nodes, two leaders" 4 taken ARSHIM_PATH=m
 run "uneven nodes (2 + 1), from the first call" 3 taken ARSHIM_VIRTUAL_PPN=2 ARSHIM_CONTEXT_AFTER=1
 run "multileader forced, a 64 KiB window cap, np 3" 3 taken ARSHIM_PATH=multileader ARSHIM_SHM_MAX=64K
 run "ARSHIM_SHM_REUSE=off" 2 none ARSHIM_SHM_REUSE=off ARSHIM_CONTEXT_AFTER=1
-run "MPI_THREAD_MULTIPLE, auto: nothing kept" 2 none ARSHIM_CONTEXT_AFTER=1 -- --multiple
-run "MPI_THREAD_MULTIPLE, ARSHIM_SHM_REUSE=on" 2 taken ARSHIM_SHM_REUSE=on ARSHIM_CONTEXT_AFTER=1 -- --multiple
+run "MPI_THREAD_MULTIPLE" 2 taken ARSHIM_CONTEXT_AFTER=1 -- --multiple
+run "3 threads churning communicators of the same members at once, np 2" 2 taken ARSHIM_CONTEXT_AFTER=1 -- --threads 3
+run "3 threads, np 3, multileader forced" 3 taken ARSHIM_PATH=multileader -- --threads 3 --cycles 25
 # random NAME NP SEED [VAR=VALUE ...]
 random() {
   local name=$1 np=$2 seed=$3; shift 3
