@@ -210,13 +210,9 @@ MPI_Comm CommContext::node_communicator() {
 void CommContext::agree_on_settings() {
     const Runtime& rt = runtime();
     if (rt.config_agreed) return;
-    uint64_t digest = config->digest() ^ std::hash<std::string>{}(rt.policy_text);
-    // Signed MAX of {d, ~d}: equal on all ranks exactly when every rank has the same d (independent of the
-    // library's unsigned MIN/MAX handling, pmodels/mpich#6083).
-    long long values[2] = {static_cast<long long>(digest), static_cast<long long>(~digest)};
-    long long maxima[2] = {0, 0};
-    PMPI_Allreduce(values, maxima, 2, MPI_LONG_LONG, MPI_MAX, comm);
-    if (static_cast<uint64_t>(maxima[0]) == ~static_cast<uint64_t>(maxima[1])) return;
+    const uint64_t digest = config->digest() ^ std::hash<std::string>{}(rt.policy_text);
+    const long long mine = static_cast<long long>(digest);
+    if (same_on_all_ranks(&mine, 1, comm)) return;
 
     std::string blob = Config::serialize(config->pairs());
     bcast_string(blob, 0, comm);

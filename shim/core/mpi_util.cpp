@@ -38,6 +38,17 @@ int bcast_twice(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Co
     return rc;
 }
 
+bool same_on_all_ranks(const long long* values, int count, MPI_Comm comm) {
+    constexpr int kMax = 8;
+    if (count < 0 || count > kMax) return false;
+    long long mine[2 * kMax] = {}, maxima[2 * kMax] = {};
+    for (int i = 0; i < count; ++i) mine[i] = values[i], mine[count + i] = ~values[i];
+    if (PMPI_Allreduce(mine, maxima, 2 * count, MPI_LONG_LONG, MPI_MAX, comm) != MPI_SUCCESS) return false;
+    for (int i = 0; i < count; ++i)
+        if (maxima[i] != ~maxima[count + i]) return false;
+    return true;
+}
+
 int comm_split_twice(MPI_Comm comm, int color, int key, MPI_Comm* out) {
     return make_comm_twice([&] { return PMPI_Comm_split(comm, color, key, out); }, out);
 }

@@ -32,6 +32,11 @@ int bcast_optional_string(std::string& text, bool* present, int root, MPI_Comm c
 int comm_split_twice(MPI_Comm comm, int color, int key, MPI_Comm* out);
 int comm_split_type_twice(MPI_Comm comm, int split_type, int key, MPI_Comm* out);
 
+// Whether every rank of `comm` passed the same `count` values (at most 8), in one allreduce: the MAX of each value
+// and of its complement (~v), equal exactly when the values agree (independent of the library's unsigned MIN/MAX
+// handling, pmodels/mpich#6083). Collective over `comm`; false also when the allreduce fails.
+bool same_on_all_ranks(const long long* values, int count, MPI_Comm comm);
+
 // A handle as an integer, for hashing and cache keys (MPICH handles are ints, Open MPI's are pointers).
 template <typename Handle>
 inline uintptr_t handle_bits(Handle handle) {

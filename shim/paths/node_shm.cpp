@@ -144,16 +144,14 @@ ShmState* create_shm_state(CommContext& ctx, const ShmDomain& domain, std::size_
         else
             prefault(state->base, control + sets * chunk);
     }
-    // Everyone agrees on the outcome before anyone uses the window, and on its token and whether it may be kept for
-    // reuse (shim/paths/window_pool.h), in one allreduce.
-    long long mine[3] = {ok ? 0 : 1, static_cast<long long>(window_pool::next_token()),
-                         window_pool::enabled() ? 0 : 1};
-    long long agreed[3] = {1, 0, 1};
-    PMPI_Allreduce(mine, agreed, 3, MPI_LONG_LONG, MPI_MAX, ctx.comm);
+    // Everyone agrees on the outcome before anyone uses the window, and on its token (shim/paths/window_pool.h), in
+    // one allreduce.
+    long long mine[2] = {ok ? 0 : 1, static_cast<long long>(window_pool::next_token())};
+    long long agreed[2] = {1, 0};
+    PMPI_Allreduce(mine, agreed, 2, MPI_LONG_LONG, MPI_MAX, ctx.comm);
     const bool all_ok = agreed[0] == 0;
     state->token = static_cast<uint64_t>(agreed[1]);
     window_pool::saw_token(state->token);
-    state->poolable = agreed[2] == 0;
     if (!all_ok) {
         if (state->window != MPI_WIN_NULL) PMPI_Win_free(&state->window);
         if (ctx.rank == 0 && !why.empty() && log::first_time(std::string(domain.name) + "-shm-error"))
@@ -302,13 +300,10 @@ bool take_kept_window(CommContext& ctx, NodeShm& node, ShmDomain& domain) {
     if (ctx.config->text(OptionId::shm_reuse) == "off") return false;
     node.members = node_members(ctx);
     const ShmState* kept = node.members.empty() || !window_pool::enabled() ? nullptr : window_pool::reserve(node.members);
-    const long long token = kept ? static_cast<long long>(kept->token) : 0;
-    const long long chunk = kept ? static_cast<long long>(kept->chunk_bytes) : 0;
-    // Signed MAX of {v, -v}: equal on every rank exactly when every rank proposed the same v.
-    long long mine[4] = {token, -token, chunk, -chunk};
-    long long agreed[4] = {0, 0, 0, 0};
-    PMPI_Allreduce(mine, agreed, 4, MPI_LONG_LONG, MPI_MAX, ctx.comm);
-    const bool same = agreed[0] > 0 && agreed[0] == -agreed[1] && agreed[2] == -agreed[3];
+    const long long proposal[2] = {kept ? static_cast<long long>(kept->token) : 0,
+                                   kept ? static_cast<long long>(kept->chunk_bytes) : 0};
+    // Tokens start at 1: a rank without a kept window (0) makes every rank build a new one.
+    const bool same = same_on_all_ranks(proposal, 2, ctx.comm) && proposal[0] > 0;
     if (!same) {
         if (kept) window_pool::unreserve(node.members);
         return false;

@@ -116,8 +116,7 @@ struct ShmState {
     char* buffers = nullptr;  // kShmBuffers x (ppn slots + 1 result), each chunk_bytes
     uint64_t sequence = 0;    // last chunk sequence number used (identical on the node's ranks)
     bool usable = false;
-    uint64_t token = 0;     // agreed by the ranks that made the window (shim/paths/window_pool.h)
-    bool poolable = false;  // every rank that made it keeps windows for reuse (window_pool::enabled)
+    uint64_t token = 0;  // agreed by the ranks that made the window (shim/paths/window_pool.h)
 
     char* slot(int buffer, int rank) const {
         return buffers + (static_cast<std::size_t>(buffer) * (ppn + 1) + static_cast<std::size_t>(rank)) * chunk_bytes;

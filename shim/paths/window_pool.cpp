@@ -39,7 +39,7 @@ void saw_token(uint64_t token) {
 bool offer(const std::vector<int>& members, ShmState* state, MPI_Comm comm) {
     // Identical on the node's ranks: its members, the agreed outcome and flags of the window, its size.
     if (members.empty() || state == nullptr || comm == MPI_COMM_NULL) return false;
-    if (!state->usable || !state->poolable || state->frozen || state->window_bytes() > kMaxWindowBytes) return false;
+    if (!state->usable || state->frozen || state->window_bytes() > kMaxWindowBytes) return false;
     // This rank's answer: whether its entry for the key is free. It is claimed (an empty entry) before the
     // agreement, so that another thread freeing a communicator of the same members meanwhile sees it taken; the
     // mutex is not held across the allreduce.

@@ -24,8 +24,7 @@ struct ShmState;
 
 namespace window_pool {
 
-// Whether this process keeps windows (ARSHIM_SHM_REUSE, not off). Agreed per window by create_shm_state() and again
-// when the window is offered.
+// Whether this process keeps windows (ARSHIM_SHM_REUSE, not off); agreed per window when it is offered.
 bool enabled();
 
 // Tokens identify a window across the ranks of the communicator that made it: the largest over its ranks of each
@@ -41,7 +40,7 @@ struct Entry {
 };
 
 // A communicator is being freed: keeps its window (true; the pool then owns `state` and `comm`) when it may be
-// reused (usable, agreed poolable, not registered with SHARP (frozen), at most kMaxWindowBytes: identical on the
+// reused (usable, not registered with SHARP (frozen), at most kMaxWindowBytes: identical on the
 // node's ranks) and every rank of the node has no window of these members kept and is not finalizing (agreed:
 // collective over `comm`, one allreduce, when the first tests pass).
 bool offer(const std::vector<int>& members, ShmState* state, MPI_Comm comm);
