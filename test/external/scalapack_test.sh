@@ -6,14 +6,16 @@
 # exited cleanly, and the forced path served calls (read from ARShim's summary), so a path that silently went
 # native cannot pass.
 #
-#   scalapack_test.sh FLAVOR SHIM_LIB
+#   scalapack_test.sh FLAVOR SHIM_LIB [SHARP_DOUBLE]
+#
+# SHARP_DOUBLE (test/sharp's libsharp_coll.so) adds the SHARP path, on two virtual nodes of two ranks.
 #
 # Left out, with the reason measured here (docs/external.md): xdllt hangs natively under both MPIs in about one
 # launch of three (4 ranks, 2 cores); xzheevr fails all 136 of its checks under any preloaded MPI_Allreduce wrapper
 # that leaves 0xff bytes on the stack (it reads uninitialised memory), natively too; xdsep failed one check in one
 # native Open MPI run; xdsvd's calls never reach a path (nothing to compare).
 set -uo pipefail
-flavor=$1 shim=$(realpath "$2")
+flavor=$1 shim=$(realpath "$2") sharp_double=${3:+$(realpath "$3")}
 here=$(cd "$(dirname "$0")" && pwd)
 mpirun_sh=$here/../mpi/mpirun.sh
 testers=/usr/lib/x86_64-linux-gnu/scalapack/$flavor-tests
@@ -34,6 +36,8 @@ configs=(
   "reproducible|reproducible|ARSHIM_REPRODUCIBLE=layout ARSHIM_PATH=reproducible ARSHIM_VIRTUAL_PPN=2"
   "verify|multileader|ARSHIM_PATH=multileader ARSHIM_VERIFY=100000 ARSHIM_CHECK_ARGS=1 ARSHIM_CONTEXT_AFTER=1"
 )
+[[ -n $sharp_double ]] &&
+  configs+=("sharp|sharp|ARSHIM_PATH=sharp ARSHIM_SHARP=on ARSHIM_SHARP_LIB=$sharp_double ARSHIM_VIRTUAL_PPN=2")
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
