@@ -12,8 +12,8 @@
 #
 # Left out, with the reason measured here (docs/external.md): xdllt hangs natively under both MPIs in about one
 # launch of three (4 ranks, 2 cores); xzheevr fails all 136 of its checks under any preloaded MPI_Allreduce wrapper
-# that leaves 0xff bytes on the stack (it reads uninitialised memory), natively too; xdsep failed one check in one
-# native Open MPI run; xdsvd's calls never reach a path (nothing to compare).
+# that leaves 0xff bytes on the stack (it reads uninitialised memory); xdsep fails one check in 2 of 5 native Open
+# MPI launches; xdsvd's calls never reach a path (nothing to compare).
 set -uo pipefail
 flavor=$1 shim=$(realpath "$2") sharp_double=${3:+$(realpath "$3")}
 here=$(cd "$(dirname "$0")" && pwd)
