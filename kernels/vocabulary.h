@@ -118,6 +118,7 @@ enum class Reason : uint8_t {
     cold_communicator,  // one of a communicator's first calls, before its context is worth building
     not_reproducible,   // ARSHIM_REPRODUCIBLE: a derived datatype or user op, which no path can sum in rank order
     tuned,              // ARSHIM_TUNE measured the library's allreduce as the faster (or was trying it)
+    comm_limit,         // ARSHIM_MAX_COMMS communicators hold ARShim's windows and communicators already
     count
 };
 constexpr std::size_t kReasonCount = count_of<Reason>();
@@ -126,7 +127,7 @@ inline constexpr const char* kReasonNames[] = {
     "policy",           "zero_count",          "single_rank",       "one_rank_per_node", "derived_datatype",
     "user_op",          "noncommutative_op",   "unsupported_op_type", "intercommunicator", "path_unavailable",
     "nonuniform_ppn",   "buffer_too_large",    "shm_unavailable",   "sharp_unavailable", "cold_communicator",
-    "not_reproducible", "tuned",             "served"};
+    "not_reproducible", "tuned",             "comm_limit",        "served"};
 static_assert(std::size(kReasonNames) == kReasonCount + 1, "one name per reason, then 'served'");
 constexpr const char* reason_name(Reason reason) { return name_of(kReasonNames, reason); }
 

@@ -91,6 +91,10 @@ const std::array<OptionSpec, kOptionCount> kOptions = {{
      "A communicator's context is built at its Nth allreduce; the calls before go native, counted as "
      "cold_communicator, so short-lived communicators never pay for a path's set-up such as a node window (1 = at "
      "the first call; MPI_COMM_WORLD and forced paths always start at once)."},
+    {OptionId::max_comms, "ARSHIM_MAX_COMMS", OptionType::integer, "64", nullptr, 1, 1 << 20,
+     "Most communicators that hold ARShim's node windows and helper communicators at once, per process (each costs "
+     "MPICH 2-5 of its 2048 communicator ids, which the program may need); calls on further communicators run "
+     "native, counted as comm_limit (docs/paths.md \"Communicators ARShim makes\")."},
     {OptionId::stats, "ARSHIM_STATS", OptionType::text, "", nullptr, 0, 0,
      "Write the call-statistics log (JSON) to this path at finalize; %r = rank, %j = job id."},
     {OptionId::stats_summary, "ARSHIM_STATS_SUMMARY", OptionType::flag, "auto", nullptr, 0, 1,

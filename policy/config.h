@@ -41,6 +41,7 @@ enum class OptionId : uint8_t {
     shm_reuse,
     spin_us,
     context_after,
+    max_comms,
     stats,
     stats_summary,
     stats_callsites,

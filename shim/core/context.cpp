@@ -262,12 +262,44 @@ CommContext::KeyBook& CommContext::book(uint32_t bucket, kernels::Type type, ker
     return entry != nullptr ? *entry : overflow_book_;
 }
 
+namespace {
+std::atomic<int64_t> g_admitted{0};  // communicators admitted by CommContext::admit() and not released
+}  // namespace
+
+bool CommContext::admit(const long long* values, int count, bool* same) {
+    if (admission_ != Admission::undecided) {
+        const bool admitted = admission_ == Admission::admitted;
+        if (same != nullptr) *same = admitted && same_on_all_ranks(values, count, comm);
+        return admitted;
+    }
+    // Room is counted per process; threads admitting at once may exceed the limit by their number (a soft bound).
+    const int64_t limit = config->number(OptionId::max_comms);
+    const bool room = g_admitted.load(std::memory_order_relaxed) < limit;
+    const Agreement agreed = agree_on_all_ranks(room, values, count, comm);
+    if (same != nullptr) *same = agreed.ok && agreed.same;
+    if (!agreed.ok || !agreed.all) {
+        admission_ = Admission::refused;
+        // Once per process, from a rank that has no room and is rank 0 of the world or of this communicator (not
+        // from every rank of a large job).
+        if (agreed.ok && !room && (rank == 0 || runtime().world_rank == 0) && log::first_time("comm-limit"))
+            log::warn("{} communicators already hold ARShim's node windows and communicators in this process "
+                      "(ARSHIM_MAX_COMMS={}): allreduce calls on further communicators run native, counted as "
+                      "comm_limit; raise ARSHIM_MAX_COMMS if the MPI library has communicator ids to spare",
+                      g_admitted.load(std::memory_order_relaxed), limit);
+        return false;
+    }
+    admission_ = Admission::admitted;
+    g_admitted.fetch_add(1, std::memory_order_relaxed);
+    return true;
+}
+
 void CommContext::release_mpi_resources() {
     if (released_) return;
     released_ = true;
     // Reverse slot order: a path may use the state of an earlier slot (sharp uses the node window).
     for (std::size_t i = static_cast<std::size_t>(PathSlot::count); i-- > 0;) slots_[i].reset();
     free_comm(&node_comm);
+    if (admission_ == Admission::admitted) g_admitted.fetch_sub(1, std::memory_order_relaxed);
 }
 
 CommContext::~CommContext() { release_mpi_resources(); }

@@ -30,6 +30,8 @@ struct PathState {
 enum class PathSlot : uint8_t { node_shm, pipelined, multileader, sharp, reproducible, count };
 
 class CommContext {
+    enum class Admission : uint8_t { undecided, admitted, refused };
+
 public:
     // The context of `comm`, built on first use. Collective over `comm` the first time (all ranks of `comm` are in
     // the same MPI_Allreduce call then). Returns nullptr only for a handle the library rejects.
@@ -114,6 +116,17 @@ public:
     };
     KeyBook& book(uint32_t bucket, kernels::Type type, kernels::Op op);
 
+    // Whether this communicator may hold MPI objects ARShim makes for it (a node window, its own communicators).
+    // Under MPICH each of them takes one of the process's 2048 communicator ids, which the program itself may need
+    // (a program that keeps 1000 communicators runs natively and ran out of ids under ARShim): at most
+    // ARSHIM_MAX_COMMS communicators hold them at once per process (docs/paths.md "Communicators ARShim makes").
+    // Decided once per communicator, collectively, by the first path set-up that makes such an object (call it
+    // where every rank of the communicator does: a path's first call); an admitted communicator counts until its
+    // context is released. `values`, `same`: `count` more values agreed in the same allreduce, as
+    // same_on_all_ranks() (nothing is sent, and *same is false, when the decision was made before and is no).
+    bool admit(const long long* values = nullptr, int count = 0, bool* same = nullptr);
+    bool refused() const { return admission_ == Admission::refused; }  // admit() said no (no communication)
+
     // --- the paths' per-communicator state (created lazily by the path that owns it) ---
     // A path's slot holds whatever it keeps for this communicator; the context only owns and releases it. Slots
     // are released in reverse order (sharp first: it may use the node window), at finalize in context creation
@@ -144,6 +157,7 @@ private:
     bool members_in_world_ = false;      // every member is a process of MPI_COMM_WORLD
     bool warm_ = false;
     bool laid_out_ = false;  // compute_layout() ran
+    Admission admission_ = Admission::undecided;  // admit(): identical on every rank
     int64_t cold_calls_ = 0;
     int64_t warm_after_ = 1;  // the call that warms the context
 

@@ -39,14 +39,25 @@ int bcast_twice(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Co
 }
 
 bool same_on_all_ranks(const long long* values, int count, MPI_Comm comm) {
+    const Agreement agreed = agree_on_all_ranks(true, values, count, comm);
+    return agreed.ok && agreed.same;
+}
+
+Agreement agree_on_all_ranks(bool mine, const long long* values, int count, MPI_Comm comm) {
     constexpr int kMax = 8;
-    if (count < 0 || count > kMax) return false;
-    long long mine[2 * kMax] = {}, maxima[2 * kMax] = {};
-    for (int i = 0; i < count; ++i) mine[i] = values[i], mine[count + i] = ~values[i];
-    if (PMPI_Allreduce(mine, maxima, 2 * count, MPI_LONG_LONG, MPI_MAX, comm) != MPI_SUCCESS) return false;
+    Agreement agreed;
+    if (count < 0 || count > kMax) return agreed;
+    // [values, ~values, 1 where `mine` does not hold]: one MAX answers all three questions.
+    long long local[2 * kMax + 1] = {}, maxima[2 * kMax + 1] = {};
+    for (int i = 0; i < count; ++i) local[i] = values[i], local[count + i] = ~values[i];
+    local[2 * count] = mine ? 0 : 1;
+    if (PMPI_Allreduce(local, maxima, 2 * count + 1, MPI_LONG_LONG, MPI_MAX, comm) != MPI_SUCCESS) return agreed;
+    agreed.ok = true;
+    agreed.all = maxima[2 * count] == 0;
+    agreed.same = true;
     for (int i = 0; i < count; ++i)
-        if (maxima[i] != ~maxima[count + i]) return false;
-    return true;
+        if (maxima[i] != ~maxima[count + i]) agreed.same = false;
+    return agreed;
 }
 
 int comm_split_twice(MPI_Comm comm, int color, int key, MPI_Comm* out) {

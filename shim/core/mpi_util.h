@@ -37,6 +37,15 @@ int comm_split_type_twice(MPI_Comm comm, int split_type, int key, MPI_Comm* out)
 // handling, pmodels/mpich#6083). Collective over `comm`; false also when the allreduce fails.
 bool same_on_all_ranks(const long long* values, int count, MPI_Comm comm);
 
+// The same allreduce, also answering whether `mine` holds on every rank. ok is false when the allreduce failed
+// (then neither answer is given).
+struct Agreement {
+    bool ok = false;
+    bool all = false;   // `mine` on every rank
+    bool same = false;  // every rank passed the same values
+};
+Agreement agree_on_all_ranks(bool mine, const long long* values, int count, MPI_Comm comm);
+
 // A handle as an integer, for hashing and cache keys (MPICH handles are ints, Open MPI's are pointers).
 template <typename Handle>
 inline uintptr_t handle_bits(Handle handle) {

@@ -90,14 +90,15 @@ struct OneRankRing : PathState {
     }
 };
 
-int run_one_rank_ring(const Call& call) {
+PathOutcome run_one_rank_ring(const Call& call) {
     CommContext& ctx = call.ctx;
     OneRankRing& ring = ctx.ensure_slot<OneRankRing>(PathSlot::multileader);
     if (ring.comm == MPI_COMM_NULL) {  // collective: every rank takes this path in the same call (identical values)
+        if (!ctx.admit()) return PathOutcome::decline(vocab::Reason::comm_limit);  // ARSHIM_MAX_COMMS
         // A split, not MPI_Comm_dup: a duplicate would run the copy callbacks of the user's attributes on the
         // user's communicator (and their delete callbacks when ARShim frees it); a split copies none.
         const int rc = comm_split_twice(ctx.comm, 0, ctx.rank, &ring.comm);  // twice: shim/core/mpi_util.h
-        if (rc != MPI_SUCCESS) return rc;
+        if (rc != MPI_SUCCESS) return PathOutcome::done(rc);
         ring.scratch.resize(kOneRankRingBlock);
     }
     const std::size_t element = call.type.size;
@@ -113,9 +114,9 @@ int run_one_rank_ring(const Call& call) {
         if (g_phase_times_on) ++g_phase_times.internode_steps, ++g_phase_times.ring_steps;
         clock.chunk();
         clock.lap(&PhaseTimes::internode);
-        if (rc != MPI_SUCCESS) return rc;
+        if (rc != MPI_SUCCESS) return PathOutcome::done(rc);
     }
-    return MPI_SUCCESS;
+    return PathOutcome::done(MPI_SUCCESS);
 }
 
 }  // namespace
@@ -134,7 +135,7 @@ PathOutcome run_multileader(const Call& call) {
     // Decided on values identical on every rank (layout, size, settings), so every rank takes the same branch.
     if (ctx.ppn_max == 1 && ctx.node_count > 1 && call.nary != nullptr &&
         internode_takes_ring(ctx.node_count, call.bytes))
-        return PathOutcome::done(run_one_rank_ring(call));
+        return run_one_rank_ring(call);
     vocab::Reason reason = vocab::Reason::path_unavailable;
     ShmState* state = node_shm(ctx, call.bytes, &reason);
     if (state == nullptr) return PathOutcome::decline(reason);

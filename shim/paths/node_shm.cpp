@@ -291,22 +291,26 @@ std::vector<int> node_members(const CommContext& ctx) {
     return members;
 }
 
-// A new communicator's first window: takes over the window kept from a freed communicator of the same node members
-// (shim/paths/window_pool.h) when every rank of this communicator has one, all made together (the same token) and
-// with the same chunk capacity on every node. Collective over the communicator (one allreduce) unless
-// ARSHIM_SHM_REUSE=off, which every rank has alike. Sequence numbers continue: the window's previous communicator
-// made its last call on it before it was freed, on every rank of the node, as if this one's calls followed on it.
-bool take_kept_window(CommContext& ctx, NodeShm& node, ShmDomain& domain) {
-    if (ctx.config->text(OptionId::shm_reuse) == "off") return false;
-    node.members = node_members(ctx);
-    const ShmState* kept = node.members.empty() || !window_pool::enabled() ? nullptr : window_pool::reserve(node.members);
+// A new communicator's first window, in one allreduce over the communicator: whether it may hold one at all
+// (CommContext::admit, ARSHIM_MAX_COMMS), and whether it takes over the window kept from a freed communicator of the
+// same node members (shim/paths/window_pool.h): when every rank of this communicator has one, all made together (the
+// same token) and with the same chunk capacity on every node. ARSHIM_SHM_REUSE=off (agreed: the context's
+// settings) proposes none. Sequence numbers continue: the window's previous communicator made its last call on it
+// before it was freed, on every rank of the node, as if this one's calls followed on it.
+enum class FirstWindow { refused, taken, build };
+
+FirstWindow first_window(CommContext& ctx, NodeShm& node, ShmDomain& domain) {
+    const bool reuse = ctx.config->text(OptionId::shm_reuse) != "off";
+    if (reuse) node.members = node_members(ctx);
+    const ShmState* kept = node.members.empty() ? nullptr : window_pool::reserve(node.members);
     const long long proposal[2] = {kept ? static_cast<long long>(kept->token) : 0,
                                    kept ? static_cast<long long>(kept->chunk_bytes) : 0};
+    bool same = false;
+    const bool admitted = ctx.admit(proposal, 2, &same);
     // Tokens start at 1: a rank without a kept window (0) makes every rank build a new one.
-    const bool same = same_on_all_ranks(proposal, 2, ctx.comm) && proposal[0] > 0;
-    if (!same) {
+    if (!admitted || !same || proposal[0] <= 0) {
         if (kept) window_pool::unreserve(node.members);
-        return false;
+        return admitted ? FirstWindow::build : FirstWindow::refused;
     }
     const window_pool::Entry entry = window_pool::take(node.members);
     node.state = entry.state;
@@ -318,7 +322,7 @@ bool take_kept_window(CommContext& ctx, NodeShm& node, ShmDomain& domain) {
     if (ctx.rank == 0)
         log::debug("node window of a {}-rank communicator taken over from a freed one ({} byte chunks)", ctx.size,
                    node.state->chunk_bytes);
-    return true;
+    return FirstWindow::taken;
 }
 
 }  // namespace
@@ -331,17 +335,22 @@ ShmState* node_shm(CommContext& ctx, uint64_t bytes, vocab::Reason* reason) {
     const std::size_t wanted = shm::pow2_chunk(vocab::bucket_room(bytes));
     NodeShm& node = ctx.ensure_slot<NodeShm>(PathSlot::node_shm);
     if (node.state == nullptr) {
+        if (ctx.refused()) return *reason = vocab::Reason::comm_limit, nullptr;
         ShmDomain domain;
         domain.rank = ctx.node_rank;
         domain.size = ctx.node_size;
         domain.size_max = ctx.ppn_max;
         domain.count = ctx.node_count;
         domain.leaders_may_ring = true;
-        if (!take_kept_window(ctx, node, domain)) {
+        switch (first_window(ctx, node, domain)) {
+        case FirstWindow::refused: return *reason = vocab::Reason::comm_limit, nullptr;
+        case FirstWindow::taken: break;
+        case FirstWindow::build:
             // Same members and order as a split by type: the node's ranks in comm rank order.
             comm_split_twice(ctx.comm, ctx.node_index, ctx.rank, &node.window_comm);  // twice: mpi_util.h
             domain.comm = node.window_comm;
             node.state = create_shm_state(ctx, domain, wanted);
+            break;
         }
     } else {
         ShmState& s = *node.state;

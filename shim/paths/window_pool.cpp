@@ -40,13 +40,13 @@ bool offer(const std::vector<int>& members, ShmState* state, MPI_Comm comm) {
     // Identical on the node's ranks: its members, the agreed outcome and flags of the window, its size.
     if (members.empty() || state == nullptr || comm == MPI_COMM_NULL) return false;
     if (!state->usable || state->frozen || state->window_bytes() > kMaxWindowBytes) return false;
-    // This rank's answer: whether its entry for the key is free. It is claimed (an empty entry) before the
-    // agreement, so that another thread freeing a communicator of the same members meanwhile sees it taken; the
-    // mutex is not held across the allreduce.
+    // This rank's answer: whether its entry for the key is free and the pool has room. The entry is claimed (left
+    // empty) before the agreement, so that another thread freeing a communicator of the same members meanwhile sees
+    // it taken; the mutex is not held across the allreduce.
     int mine = 0;
     {
         std::lock_guard<std::mutex> lock(g_mutex);
-        if (!g_closed && enabled() && g_kept.count(members) == 0) {
+        if (!g_closed && enabled() && g_kept.size() < kMaxKept && g_kept.count(members) == 0) {
             g_kept[members] = Kept{};
             mine = 1;
         }

@@ -41,7 +41,8 @@ struct Entry {
 
 // A communicator is being freed: keeps its window (true; the pool then owns `state` and `comm`) when it may be
 // reused (usable, not registered with SHARP (frozen), at most kMaxWindowBytes: identical on the
-// node's ranks) and every rank of the node has no window of these members kept and is not finalizing (agreed:
+// node's ranks) and every rank of the node has no window of these members kept, fewer than kMaxKept windows kept
+// and is not finalizing (agreed:
 // collective over `comm`, one allreduce, when the first tests pass).
 bool offer(const std::vector<int>& members, ShmState* state, MPI_Comm comm);
 
@@ -57,6 +58,9 @@ void unreserve(const std::vector<int>& members);
 void release_all();
 
 constexpr std::size_t kMaxWindowBytes = std::size_t{4} << 20;  // larger windows are freed, as before
+// At most this many windows (node groups) are kept per process: each holds a communicator and a window, under MPICH
+// two of the process's 2048 communicator ids (ARSHIM_MAX_COMMS bounds the live communicators' own).
+constexpr std::size_t kMaxKept = 16;
 
 }  // namespace window_pool
 }  // namespace arshim

@@ -257,7 +257,9 @@ Level& level_for(CommContext& ctx, SharpState& state, policy::SharpLeaders leade
     auto ensure_node = [&ctx, &node]() -> Level& {
         if (!node.created) {
             node.created = true;
-            if (ctx.ppn_max == 1)
+            if (!ctx.admit())  // ARSHIM_MAX_COMMS; agreed, so every rank declines alike
+                node.decline = vocab::Reason::comm_limit;
+            else if (ctx.ppn_max == 1)
                 create_direct(ctx, node);
             else
                 create_node(ctx, node);
@@ -268,7 +270,10 @@ Level& level_for(CommContext& ctx, SharpState& state, policy::SharpLeaders leade
     Level& socket = state.levels[1];
     if (!socket.created) {
         socket.created = true;
-        create_socket(ctx, socket);
+        if (ctx.admit())
+            create_socket(ctx, socket);
+        else
+            socket.decline = vocab::Reason::comm_limit;
     }
     return socket.alias_node ? ensure_node() : socket;
 }
