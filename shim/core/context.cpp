@@ -169,13 +169,20 @@ void CommContext::compute_layout() {
     } else {
         // Collectively. ARSHIM_VIRTUAL_PPN=k (tests, emulation) makes every k consecutive world ranks one node.
         const int64_t virtual_ppn = config->number(OptionId::virtual_ppn);
-        if (virtual_ppn > 0)
-            comm_split_twice(comm, rt.world_rank / static_cast<int>(virtual_ppn), rank, &node_comm);
-        else
-            comm_split_type_twice(comm, MPI_COMM_TYPE_SHARED, rank, &node_comm);  // twice: shim/core/mpi_util.h
-        // Node id: the comm rank of the node's lowest rank (node-rank 0, the split is keyed by comm rank).
+        const int rc = virtual_ppn > 0
+                           ? comm_split_twice(comm, rt.world_rank / static_cast<int>(virtual_ppn), rank, &node_comm)
+                           : comm_split_type_twice(comm, MPI_COMM_TYPE_SHARED, rank, &node_comm);  // twice: mpi_util.h
+        // Node id: the comm rank of the node's lowest rank (node-rank 0, the split is keyed by comm rank). When a
+        // rank could not make the node communicator (no communicator id left; agreed), every rank is its own node:
+        // the node paths then decline (one rank per node), identically on every rank.
         int lowest = rank;
-        bcast_twice(&lowest, 1, MPI_INT, 0, node_comm);  // twice: shim/core/mpi_util.h
+        const Agreement made = agree_on_all_ranks(rc == MPI_SUCCESS, nullptr, 0, comm);
+        if (made.ok && made.all) {
+            bcast_twice(&lowest, 1, MPI_INT, 0, node_comm);  // twice: shim/core/mpi_util.h
+        } else {
+            free_comm(&node_comm);
+            node_comm_failed_ = true;
+        }
         node_ids.resize(static_cast<std::size_t>(size));
         PMPI_Allgather(&lowest, 1, MPI_INT, node_ids.data(), 1, MPI_INT, comm);
         std::vector<int>().swap(world_ranks_);
@@ -199,8 +206,16 @@ void CommContext::compute_layout() {
 }
 
 MPI_Comm CommContext::node_communicator() {
-    // Same members and order as a split by type: the node's ranks in comm rank order.
-    if (node_comm == MPI_COMM_NULL) comm_split_twice(comm, node_index, rank, &node_comm);  // twice: mpi_util.h
+    if (node_comm == MPI_COMM_NULL && !node_comm_failed_) {
+        // Same members and order as a split by type: the node's ranks in comm rank order.
+        const int rc = comm_split_twice(comm, node_index, rank, &node_comm);  // twice: mpi_util.h
+        // Agreed, so that every rank gets MPI_COMM_NULL alike when one could not make it (no communicator id left).
+        const Agreement made = agree_on_all_ranks(rc == MPI_SUCCESS, nullptr, 0, comm);
+        if (!made.ok || !made.all) {
+            free_comm(&node_comm);
+            node_comm_failed_ = true;
+        }
+    }
     return node_comm;
 }
 

@@ -63,7 +63,7 @@ public:
     int rank = 0;
     int size = 1;
     // The ranks of this communicator on my node, made on first use (collective over the communicator: call it
-    // where every rank does, inside a path's set-up).
+    // where every rank does, inside a path's set-up). MPI_COMM_NULL on every rank when it could not be made.
     MPI_Comm node_communicator();
     int node_rank = 0;
     int node_size = 1;
@@ -153,6 +153,7 @@ private:
     void agree_on_settings();
 
     MPI_Comm node_comm = MPI_COMM_NULL;  // node_communicator() (owned)
+    bool node_comm_failed_ = false;      // it could not be made (agreed): never tried again
     std::vector<int> world_ranks_;       // members' world ranks, from build_local() until compute_layout()
     bool members_in_world_ = false;      // every member is a process of MPI_COMM_WORLD
     bool warm_ = false;

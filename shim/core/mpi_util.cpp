@@ -23,11 +23,16 @@ int bcast_text_once(std::string& text, bool* present, int root, MPI_Comm comm) {
 
 // Runs `make` (which creates *out), frees what it made, runs it again: shim/core/mpi_util.h, comm_split_twice.
 template <typename Make>
-int make_comm_twice(Make make, MPI_Comm* out) {
-    const int rc = make();
-    if (rc != MPI_SUCCESS) return rc;
-    if (*out != MPI_COMM_NULL) PMPI_Comm_free(out);
-    return make();
+int make_comm_twice(MPI_Comm parent, Make make, MPI_Comm* out) {
+    const ErrorsReturn errors_return(parent);
+    *out = MPI_COMM_NULL;
+    int rc = make();
+    if (rc == MPI_SUCCESS) {
+        if (*out != MPI_COMM_NULL) PMPI_Comm_free(out);
+        rc = make();
+    }
+    if (rc != MPI_SUCCESS) *out = MPI_COMM_NULL;
+    return rc;
 }
 
 }  // namespace
@@ -61,11 +66,11 @@ Agreement agree_on_all_ranks(bool mine, const long long* values, int count, MPI_
 }
 
 int comm_split_twice(MPI_Comm comm, int color, int key, MPI_Comm* out) {
-    return make_comm_twice([&] { return PMPI_Comm_split(comm, color, key, out); }, out);
+    return make_comm_twice(comm, [&] { return PMPI_Comm_split(comm, color, key, out); }, out);
 }
 
 int comm_split_type_twice(MPI_Comm comm, int split_type, int key, MPI_Comm* out) {
-    return make_comm_twice([&] { return PMPI_Comm_split_type(comm, split_type, key, MPI_INFO_NULL, out); }, out);
+    return make_comm_twice(comm, [&] { return PMPI_Comm_split_type(comm, split_type, key, MPI_INFO_NULL, out); }, out);
 }
 
 int bcast_optional_string(std::string& text, bool* present, int root, MPI_Comm comm) {

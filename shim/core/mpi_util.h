@@ -9,6 +9,28 @@
 
 namespace arshim {
 
+// `comm`'s error handler set to MPI_ERRORS_RETURN for the lifetime of this object, then restored: a communicator
+// ARShim fails to make (MPICH out of context ids) must come back as an error code, not abort the job through the
+// user's handler. Only around ARShim's own collective set-up calls on `comm` (another thread's point-to-point
+// error on `comm` in that instant would be returned instead of handled).
+class ErrorsReturn {
+public:
+    explicit ErrorsReturn(MPI_Comm comm) : comm_(comm) {
+        if (PMPI_Comm_get_errhandler(comm_, &saved_) == MPI_SUCCESS) PMPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+    }
+    ~ErrorsReturn() {
+        if (saved_ == MPI_ERRHANDLER_NULL) return;
+        PMPI_Comm_set_errhandler(comm_, saved_);
+        PMPI_Errhandler_free(&saved_);
+    }
+    ErrorsReturn(const ErrorsReturn&) = delete;
+    ErrorsReturn& operator=(const ErrorsReturn&) = delete;
+
+private:
+    MPI_Comm comm_;
+    MPI_Errhandler saved_ = MPI_ERRHANDLER_NULL;
+};
+
 // ARShim's own start-up broadcasts (settings, policy text, a communicator's node index) are each made twice. Under
 // Open MPI 4.1.4's shared-memory transport the steady-state latency of small messages between two ranks depends on
 // the parity of the messages each has sent the other before: an 8-byte MPI_Allreduce at np 2 measured 410-450 ns
@@ -28,7 +50,10 @@ int bcast_optional_string(std::string& text, bool* present, int root, MPI_Comm c
 // ARShim's communicators are made the same way, twice, the first freed at once: Open MPI 4.1.4's MPI_Comm_split and
 // MPI_Comm_split_type are not balanced per pair (at np 4 on one node, counted with its pml monitoring: ranks 1 and 3
 // exchange 4 messages one way and 1 the other in either), which would change the parity above for the rest of the
-// job. Once per communicator ARShim makes; `*out` as from the one call (MPI_COMM_NULL for MPI_UNDEFINED).
+// job. Once per communicator ARShim makes; `*out` as from the one call (MPI_COMM_NULL for MPI_UNDEFINED). A failure
+// (MPICH: no context id left) returns its error code with `*out` MPI_COMM_NULL instead of calling the parent's error
+// handler, which is the user's and may abort: every caller declines then. MPICH agrees a new communicator's context
+// id over the whole parent, so the failure is the same on every rank of it.
 int comm_split_twice(MPI_Comm comm, int color, int key, MPI_Comm* out);
 int comm_split_type_twice(MPI_Comm comm, int split_type, int key, MPI_Comm* out);
 

@@ -84,6 +84,7 @@ constexpr std::size_t kOneRankRingBlock = std::size_t{1} << 20;
 
 struct OneRankRing : PathState {
     MPI_Comm comm = MPI_COMM_NULL;
+    bool failed = false;  // the communicator could not be made (agreed): the path declines, never tries again
     std::vector<char> scratch;
     ~OneRankRing() override {
         if (comm != MPI_COMM_NULL) PMPI_Comm_free(&comm);
@@ -93,12 +94,20 @@ struct OneRankRing : PathState {
 PathOutcome run_one_rank_ring(const Call& call) {
     CommContext& ctx = call.ctx;
     OneRankRing& ring = ctx.ensure_slot<OneRankRing>(PathSlot::multileader);
+    if (ring.failed) return PathOutcome::decline(vocab::Reason::path_unavailable);
     if (ring.comm == MPI_COMM_NULL) {  // collective: every rank takes this path in the same call (identical values)
         if (!ctx.admit()) return PathOutcome::decline(vocab::Reason::comm_limit);  // ARSHIM_MAX_COMMS
         // A split, not MPI_Comm_dup: a duplicate would run the copy callbacks of the user's attributes on the
         // user's communicator (and their delete callbacks when ARShim frees it); a split copies none.
         const int rc = comm_split_twice(ctx.comm, 0, ctx.rank, &ring.comm);  // twice: shim/core/mpi_util.h
-        if (rc != MPI_SUCCESS) return PathOutcome::done(rc);
+        // Agreed: when a rank could not make it (no communicator id left), every rank declines alike.
+        const Agreement made = agree_on_all_ranks(rc == MPI_SUCCESS, nullptr, 0, ctx.comm);
+        if (!made.ok || !made.all) {
+            if (ring.comm != MPI_COMM_NULL) PMPI_Comm_free(&ring.comm);
+            ring.comm = MPI_COMM_NULL;
+            ring.failed = true;
+            return PathOutcome::decline(vocab::Reason::path_unavailable);
+        }
         ring.scratch.resize(kOneRankRingBlock);
     }
     const std::size_t element = call.type.size;
@@ -144,7 +153,9 @@ PathOutcome run_multileader(const Call& call) {
     // Leaders per node: at most the smallest node's rank count, so every node has leader j for every j < l and
     // non-uniform ppn needs no special case.
     const int leaders = std::clamp<int>(static_cast<int>(call.decision.leaders), 1, std::min(ctx.ppn_min, kMaxLeaders));
-    MPI_Comm leader_comm = ctx.node_count > 1 ? node_leader_comm(ctx, leaders) : MPI_COMM_NULL;
+    MPI_Comm leader_comm = MPI_COMM_NULL;
+    if (ctx.node_count > 1 && !node_leader_comm(ctx, leaders, &leader_comm))
+        return PathOutcome::decline(vocab::Reason::path_unavailable);
     const int rc = run_node_protocol(call, *state, call.nary, leaders, [&](void* data, std::size_t count, void* scratch) {
         const bool ring = internode_takes_ring(call.ctx.node_count, count * call.type.size);
         if (g_phase_times_on) ++g_phase_times.internode_steps, g_phase_times.ring_steps += ring ? 1 : 0;

@@ -50,6 +50,17 @@ char* allocate_shared(MPI_Comm comm, bool owner, std::size_t bytes, MPI_Win* win
         PMPI_Win_set_errhandler(scratch, MPI_ERRORS_RETURN);
         PMPI_Win_free(&scratch);
     }
+#else
+    // MPICH 4.0.2 makes a communicator for every window and, when no context id is left for it, fails an internal
+    // assertion (ch4_impl.h: map_entry != NULL) that aborts the job instead of returning an error. So first make
+    // (and free) one communicator here: a failure comes back as an error, the same on every rank of `comm` (MPICH
+    // agrees a context id over the whole parent), and the caller's handler for `comm` must return errors.
+    MPI_Comm spare = MPI_COMM_NULL;
+    if (PMPI_Comm_split(comm, 0, 0, &spare) != MPI_SUCCESS) {
+        if (why != nullptr) *why = "no communicator id left for it";
+        return nullptr;
+    }
+    PMPI_Comm_free(&spare);
 #endif
     int rc = PMPI_Win_allocate_shared(size, 1, MPI_INFO_NULL, comm, &mine, window);
     if (rc == MPI_SUCCESS) {
@@ -116,12 +127,18 @@ ShmState* create_shm_state(CommContext& ctx, const ShmDomain& domain, std::size_
     // is a node of MPI_COMM_TYPE_SHARED (the world's node map or the context's own split) or a part of one, so the
     // check is only made under ARSHIM_VIRTUAL_PPN: its two splits were 30-40 us of a window's first call.
     int ok = 1;
-    if (ctx.config->number(OptionId::virtual_ppn) > 0) {
+    std::string why;  // the library's error text when it refused the window
+    if (domain.comm == MPI_COMM_NULL) {  // the caller could not make the domain's communicator (agreed below)
+        ok = 0;
+        why = "no communicator for it: the MPI library has no communicator ids left";
+    } else if (ctx.config->number(OptionId::virtual_ppn) > 0) {
         MPI_Comm shared = MPI_COMM_NULL;
         comm_split_type_twice(domain.comm, MPI_COMM_TYPE_SHARED, 0, &shared);  // twice: shim/core/mpi_util.h
         int shared_size = 0;
-        PMPI_Comm_size(shared, &shared_size);
-        PMPI_Comm_free(&shared);
+        if (shared != MPI_COMM_NULL) {  // else it could not be made (no communicator id left): no window (agreed)
+            PMPI_Comm_size(shared, &shared_size);
+            PMPI_Comm_free(&shared);
+        }
         if (shared_size != domain.size) ok = 0;
     }
     if (arshim_test_fail_shm != nullptr && arshim_test_fail_shm()) ok = 0;
@@ -134,7 +151,6 @@ ShmState* create_shm_state(CommContext& ctx, const ShmDomain& domain, std::size_
     const std::size_t sets = static_cast<std::size_t>(kShmBuffers) * (state->ppn + 1);
     const std::size_t control = 3 * static_cast<std::size_t>(state->ppn) * kCacheLine;
 
-    std::string why;  // the library's error text when it refused the window
     if (ok) {
         // Errors creating the window must come back to us (and be agreed on), not abort the job.
         PMPI_Comm_set_errhandler(domain.comm, MPI_ERRORS_RETURN);
@@ -154,13 +170,16 @@ ShmState* create_shm_state(CommContext& ctx, const ShmDomain& domain, std::size_
     window_pool::saw_token(state->token);
     if (!all_ok) {
         if (state->window != MPI_WIN_NULL) PMPI_Win_free(&state->window);
-        if (ctx.rank == 0 && !why.empty() && log::first_time(std::string(domain.name) + "-shm-error"))
-            log::warn("{} shared-memory window refused by the MPI library ({}): multileader and sharp calls run "
-                      "native", domain.name, why);
-        else if (ctx.rank == 0 && log::first_time(std::string(domain.name) + "-shm"))
+        if (ctx.rank != 0) return state;
+        if (!why.empty()) {  // the library's reason, once per process
+            if (log::first_time(std::string(domain.name) + "-shm-error"))
+                log::warn("{} shared-memory window refused by the MPI library ({}): multileader and sharp calls run "
+                          "native", domain.name, why);
+        } else if (log::first_time(std::string(domain.name) + "-shm")) {
             log::warn("{} shared-memory window unavailable (ARSHIM_SHM_MAX={}, a {}'s ranks must share "
                       "memory): multileader and sharp calls run native",
                       domain.name, ctx.config->text(OptionId::shm_max), domain.name);
+        }
         return state;
     }
     state->arrived = reinterpret_cast<ShmCounter*>(state->base);
@@ -182,6 +201,7 @@ void free_shm_state(ShmState* state) {
 
 NodeShm::NodeShm() {
     for (MPI_Comm& c : leader_comm) c = MPI_COMM_NULL;
+    for (bool& failed : leader_failed) failed = false;
 }
 
 NodeShm::~NodeShm() {
@@ -361,14 +381,27 @@ ShmState* node_shm(CommContext& ctx, uint64_t bytes, vocab::Reason* reason) {
     return node.state;
 }
 
-MPI_Comm node_leader_comm(CommContext& ctx, int leaders) {
-    MPI_Comm& comm = ctx.slot<NodeShm>(PathSlot::node_shm)->leader_comm[leaders];
-    if (comm == MPI_COMM_NULL) {
+bool node_leader_comm(CommContext& ctx, int leaders, MPI_Comm* out) {
+    NodeShm& node = *ctx.slot<NodeShm>(PathSlot::node_shm);
+    MPI_Comm& comm = node.leader_comm[leaders];
+    if (comm == MPI_COMM_NULL && !node.leader_failed[leaders]) {
         const int color = ctx.node_rank < leaders ? ctx.node_rank : MPI_UNDEFINED;
-        comm_split_twice(ctx.comm, color, ctx.node_index, &comm);  // twice: shim/core/mpi_util.h
-        if (comm == MPI_COMM_NULL) comm = MPI_COMM_SELF;  // "created, not a member"; never freed
+        const int rc = comm_split_twice(ctx.comm, color, ctx.node_index, &comm);  // twice: shim/core/mpi_util.h
+        // Agreed, so that every rank declines alike if any could not make it (MPICH: no communicator id left).
+        const Agreement made = agree_on_all_ranks(rc == MPI_SUCCESS, nullptr, 0, ctx.comm);
+        if (!made.ok || !made.all) {
+            if (comm != MPI_COMM_NULL) PMPI_Comm_free(&comm);
+            comm = MPI_COMM_NULL;
+            node.leader_failed[leaders] = true;
+            if (ctx.rank == 0 && log::first_time("leader-comm"))
+                log::warn("leader communicators of a {}-rank communicator could not be made (the MPI library has "
+                          "no communicator ids left?): its node paths decline across nodes", ctx.size);
+        } else if (comm == MPI_COMM_NULL) {
+            comm = MPI_COMM_SELF;  // "created, not a member"; never freed
+        }
     }
-    return comm == MPI_COMM_SELF ? MPI_COMM_NULL : comm;
+    *out = comm == MPI_COMM_SELF ? MPI_COMM_NULL : comm;
+    return !node.leader_failed[leaders];
 }
 
 }  // namespace arshim

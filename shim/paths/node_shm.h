@@ -138,6 +138,7 @@ struct NodeShm : PathState {
     MPI_Comm window_comm = MPI_COMM_NULL;
     std::vector<int> members;  // the node's world ranks in node-rank order (the pool's key); empty: never kept
     MPI_Comm leader_comm[kMaxLeaders + 1];  // by leader count; this rank's own leader communicator
+    bool leader_failed[kMaxLeaders + 1];    // by leader count: could not be made (agreed), never tried again
     NodeShm();
     // Collective over the node (the window, unless the pool keeps it) and the user's communicator (leader comms).
     ~NodeShm() override;
@@ -164,10 +165,10 @@ char* allocate_shared(MPI_Comm comm, bool owner, std::size_t bytes, MPI_Win* win
 // Frees what create_shm_state() made (collective over the domain: the window) and the state itself.
 void free_shm_state(ShmState* state);
 
-// The communicator of leader j = this rank's node rank across nodes, for `leaders` leaders per node (collective
-// over the user's communicator the first time; node_shm() must have built the slot). MPI_COMM_NULL for ranks that
-// are not leaders.
-MPI_Comm node_leader_comm(CommContext& ctx, int leaders);
+// The communicator of leader j = this rank's node rank across nodes, for `leaders` leaders per node, in *out
+// (collective over the user's communicator the first time; node_shm() must have built the slot); MPI_COMM_NULL for
+// ranks that are not leaders. False, on every rank alike, when it could not be made: the caller declines.
+bool node_leader_comm(CommContext& ctx, int leaders, MPI_Comm* out);
 
 // ARSHIM_PHASE_TIMES=1 (debug): seconds this process spent in each phase of the protocol below, summed over every
 // call and chunk, printed at finalize (report_phase_times). Off, a call pays one predictable branch per chunk.

@@ -235,7 +235,9 @@ bool node_fold(const Call& call, ReproState& rs, const Fold& f, int* rc) {
     if (state == nullptr) return false;
     const int leaders = std::clamp<int>(static_cast<int>(call.decision.leaders), 1, std::min(ctx.ppn_min, kMaxLeaders));
     if (ctx.node_count > 1) {
-        *rc = chain_fold(ctx, *state, rs, leaders, node_leader_comm(ctx, leaders), f);
+        MPI_Comm leader_comm = MPI_COMM_NULL;
+        if (!node_leader_comm(ctx, leaders, &leader_comm)) return false;  // agreed: the fold without the window
+        *rc = chain_fold(ctx, *state, rs, leaders, leader_comm, f);
         return true;
     }
     // One node: the multi-leader protocol on a call that describes the fold's buffers.

@@ -131,7 +131,11 @@ struct Plan {
 // Creation (collective over the communicator; identical outcome on every rank)
 
 bool create_verdict(Level& level, MPI_Comm domain, int domain_rank) {
-    char* base = allocate_shared(domain, domain_rank == 0, sizeof(VerdictLine), &level.verdict_win);
+    char* base = nullptr;
+    {
+        const ErrorsReturn errors_return(domain);  // a refused window is a decline (agreed in create_group), not an abort
+        base = allocate_shared(domain, domain_rank == 0, sizeof(VerdictLine), &level.verdict_win);
+    }
     if (base != nullptr) {
         level.verdict = reinterpret_cast<VerdictLine*>(base);
         if (domain_rank == 0) new (level.verdict) VerdictLine{{0}, {0}};
@@ -152,7 +156,7 @@ void create_direct(CommContext& ctx, Level& level) {
     spec.leader = true;
     spec.local_rank = 0;
     spec.members = ctx.size;
-    spec.local_ok = level.scratch != nullptr;
+    spec.local_ok = level.scratch != nullptr && level.leader_comm != MPI_COMM_NULL;  // every rank is a member
     if (level.scratch != nullptr) spec.pins.emplace_back(level.scratch, 2 * kDirectChunk);
     spec.name = "rank";
     sharp::create_group(ctx, level.group, spec);
@@ -164,14 +168,15 @@ std::size_t shm_buffer_bytes(const ShmState& shm) {
     return static_cast<std::size_t>(kShmBuffers) * (static_cast<std::size_t>(shm.ppn) + 1) * shm.chunk_bytes;
 }
 
-void create_domain_group(CommContext& ctx, Level& level, int members, int local_rank) {
+// `comms_ok`: this rank's leader communicators were made (agreed with the rest in sharp::create_group).
+void create_domain_group(CommContext& ctx, Level& level, int members, int local_rank, bool comms_ok) {
     const bool verdict_ok = create_verdict(level, level.domain_comm, level.me);
     sharp::GroupSpec spec;
     spec.leader_comm = level.leader_comm;
     spec.leader = level.me == 0;
     spec.local_rank = local_rank;
     spec.members = members;
-    spec.local_ok = verdict_ok;
+    spec.local_ok = verdict_ok && comms_ok;
     if (spec.leader) spec.pins.emplace_back(level.shm->buffers, shm_buffer_bytes(*level.shm));
     spec.name = level.name;
     sharp::create_group(ctx, level.group, spec);
@@ -191,8 +196,12 @@ void create_node(CommContext& ctx, Level& level) {
     level.shm = shm;
     level.domain_comm = ctx.node_communicator();
     level.me = ctx.node_rank;
-    level.leader_comm = node_leader_comm(ctx, 1);  // shared with the multileader path's l = 1
-    create_domain_group(ctx, level, ctx.node_count, 0);
+    // Both agreed on every rank: when either could not be made (no communicator id left), every rank declines.
+    if (level.domain_comm == MPI_COMM_NULL || !node_leader_comm(ctx, 1, &level.leader_comm)) {  // l = 1: shared
+        level.decline = vocab::Reason::path_unavailable;                                          // with multileader
+        return;
+    }
+    create_domain_group(ctx, level, ctx.node_count, 0, true);
 }
 
 // The socket of this rank within its node: emulated under ARSHIM_VIRTUAL_PPN (two sockets per emulated node, the
@@ -204,16 +213,28 @@ int socket_index(const CommContext& ctx) {
 
 void create_socket(CommContext& ctx, Level& level) {
     level.name = "socket";
+    const MPI_Comm node = ctx.node_communicator();
+    if (node == MPI_COMM_NULL) {  // could not be made (agreed on every rank)
+        level.decline = vocab::Reason::path_unavailable;
+        return;
+    }
     MPI_Comm socket_comm = MPI_COMM_NULL;
-    comm_split_twice(ctx.node_communicator(), socket_index(ctx), ctx.node_rank, &socket_comm);
+    const int split_rc = comm_split_twice(node, socket_index(ctx), ctx.node_rank, &socket_comm);
     int rank = 0, size = 1;
-    PMPI_Comm_rank(socket_comm, &rank);
-    PMPI_Comm_size(socket_comm, &size);
+    if (socket_comm != MPI_COMM_NULL) {
+        PMPI_Comm_rank(socket_comm, &rank);
+        PMPI_Comm_size(socket_comm, &size);
+    }
     const int is_leader = rank == 0 ? 1 : 0;
     int on_node = 0;
-    PMPI_Allreduce(&is_leader, &on_node, 1, MPI_INT, MPI_SUM, ctx.node_communicator());
-    int maxima[2] = {on_node, size};
-    PMPI_Allreduce(MPI_IN_PLACE, maxima, 2, MPI_INT, MPI_MAX, ctx.comm);
+    PMPI_Allreduce(&is_leader, &on_node, 1, MPI_INT, MPI_SUM, node);
+    int maxima[3] = {on_node, size, split_rc == MPI_SUCCESS ? 0 : 1};
+    PMPI_Allreduce(MPI_IN_PLACE, maxima, 3, MPI_INT, MPI_MAX, ctx.comm);
+    if (maxima[2] != 0) {  // a socket communicator could not be made somewhere: every rank declines
+        if (socket_comm != MPI_COMM_NULL) PMPI_Comm_free(&socket_comm);
+        level.decline = vocab::Reason::path_unavailable;
+        return;
+    }
     if (maxima[0] == 1) {  // one socket per node everywhere: socket leaders are the node leaders
         PMPI_Comm_free(&socket_comm);
         level.alias_node = true;
@@ -239,17 +260,18 @@ void create_socket(CommContext& ctx, Level& level) {
         level.decline = level.shm == nullptr ? vocab::Reason::path_unavailable : vocab::Reason::shm_unavailable;
         return;
     }
-    comm_split_twice(ctx.comm, is_leader ? 0 : MPI_UNDEFINED, ctx.rank, &level.leader_comm);
+    bool comms_ok = comm_split_twice(ctx.comm, is_leader ? 0 : MPI_UNDEFINED, ctx.rank, &level.leader_comm) ==
+                    MPI_SUCCESS;
     level.owns_leader_comm = true;
     // Rank among the socket leaders of this node (SHARP's world_local_rank).
     MPI_Comm node_leaders = MPI_COMM_NULL;
     int local_rank = 0;
-    comm_split_twice(ctx.node_communicator(), is_leader ? 0 : MPI_UNDEFINED, ctx.node_rank, &node_leaders);
+    comms_ok &= comm_split_twice(node, is_leader ? 0 : MPI_UNDEFINED, ctx.node_rank, &node_leaders) == MPI_SUCCESS;
     if (node_leaders != MPI_COMM_NULL) {
         PMPI_Comm_rank(node_leaders, &local_rank);
         PMPI_Comm_free(&node_leaders);
     }
-    create_domain_group(ctx, level, members, local_rank);
+    create_domain_group(ctx, level, members, local_rank, comms_ok);
 }
 
 Level& level_for(CommContext& ctx, SharpState& state, policy::SharpLeaders leaders) {

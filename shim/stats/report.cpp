@@ -210,16 +210,35 @@ long long as_key(uint64_t value) {
 // The job report: collective over MPI_COMM_WORLD; the result is meaningful on rank 0 only.
 
 void nodes_and_ppn(const Runtime& rt, Report* r) {
+    // From the world's node map learned at MPI_Init when there is one (identical on every rank, no communication):
+    // a split here, at finalize, could find no communicator id left (MPICH) in a program that keeps many.
+    if (!rt.world_node.empty()) {
+        std::map<int, int> ppn;
+        for (int node : rt.world_node) ++ppn[node];
+        r->nodes = static_cast<int>(ppn.size());
+        r->ppn_max = 0;
+        r->ppn_min = rt.world_size;
+        for (const auto& [node, ranks] : ppn) {
+            r->ppn_max = std::max(r->ppn_max, ranks);
+            r->ppn_min = std::min(r->ppn_min, ranks);
+        }
+        return;
+    }
     MPI_Comm node = MPI_COMM_NULL;
-    const int64_t virtual_ppn = rt.config.number(OptionId::virtual_ppn);
-    if (virtual_ppn > 0)
-        PMPI_Comm_split(MPI_COMM_WORLD, rt.world_rank / static_cast<int>(virtual_ppn), rt.world_rank, &node);
-    else
-        PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rt.world_rank, MPI_INFO_NULL, &node);
+    {
+        const ErrorsReturn errors_return(MPI_COMM_WORLD);  // a failed split counts every rank as its own node
+        const int64_t virtual_ppn = rt.config.number(OptionId::virtual_ppn);
+        if (virtual_ppn > 0)
+            PMPI_Comm_split(MPI_COMM_WORLD, rt.world_rank / static_cast<int>(virtual_ppn), rt.world_rank, &node);
+        else
+            PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rt.world_rank, MPI_INFO_NULL, &node);
+    }
     int node_rank = 0, node_size = 1;
-    PMPI_Comm_rank(node, &node_rank);
-    PMPI_Comm_size(node, &node_size);
-    PMPI_Comm_free(&node);
+    if (node != MPI_COMM_NULL) {
+        PMPI_Comm_rank(node, &node_rank);
+        PMPI_Comm_size(node, &node_size);
+        PMPI_Comm_free(&node);
+    }
     int in[3] = {node_rank == 0 ? 1 : 0, node_size, -node_size}, out[3] = {0, 0, 0};
     PMPI_Allreduce(in, out, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     PMPI_Allreduce(in + 1, out + 1, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);

@@ -6,6 +6,7 @@
  * natively, aborted in its own MPI_Comm_dup.
  *
  *   check_many_comms LIVE CALLS [--limit]
+ *   check_many_comms --exhaust FREE CALLS
  *
  * Phase 1 makes LIVE communicators (dups of MPI_COMM_WORLD, splits of it into halves by rank parity, dups of the
  * previous one) and then makes CALLS rounds of one allreduce on every live communicator (so that the windows of many
@@ -14,7 +15,15 @@
  *
  * --limit (run with ARShim, a forced node path and ARSHIM_MAX_COMMS well below LIVE): phase 1 must count calls with
  * reason comm_limit, and phase 2, after the frees gave the room back, must be served without any (ARShim's query
- * API, found with dlsym). Prints "check_many_comms: ok (N checks)" on rank 0 when everything passed on every rank. */
+ * API, found with dlsym).
+ *
+ * --exhaust: duplicates MPI_COMM_WORLD until the library refuses (MPICH: its 2048 context ids), frees the last FREE
+ * duplicates, puts back MPI_ERRORS_ARE_FATAL, and reduces CALLS times on MPI_COMM_WORLD and on the last duplicate
+ * kept: ARShim's own communicators and windows then fail to be made, and it must decline instead of aborting (MPICH
+ * 4.0.2 aborts on an internal assertion when a window finds no context id). Without a limit (Open MPI; 20000
+ * duplicates made) it just reduces.
+ *
+ * Prints "check_many_comms: ok (N checks)" on rank 0 when everything passed on every rank. */
 #include <dlfcn.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -59,6 +68,39 @@ static long long query(const char *fn, const char *name) {
     return f ? f(name) : -1;
 }
 
+static int finish(int live, long long limited) {
+    int failures = 0, checks = 0;
+    MPI_Allreduce(&g_failures, &failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(&g_checks, &checks, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (g_world_rank == 0) {
+        if (failures == 0)
+            printf("check_many_comms: ok (%d checks, %d live communicators, comm_limit calls on rank 0: %lld)\n",
+                   checks, live, limited);
+        else
+            printf("check_many_comms: %d failures\n", failures);
+    }
+    return failures;
+}
+
+static int exhaust(int free_count, int calls) {
+    enum { kMaxDups = 20000 };
+    MPI_Comm *dups = malloc(sizeof(MPI_Comm) * kMaxDups);
+    int made = 0;
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    while (made < kMaxDups && MPI_Comm_dup(MPI_COMM_WORLD, &dups[made]) == MPI_SUCCESS) ++made;
+    for (int i = 0; i < free_count && made > 1; ++i) MPI_Comm_free(&dups[--made]);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    for (int c = 0; c < calls; ++c) {
+        reduce_once(MPI_COMM_WORLD, (unsigned)c);
+        if (made > 0) reduce_once(dups[made - 1], (unsigned)(c * 5 + 1));
+    }
+    const int failures = finish(made, query("arshim_reason_calls", "comm_limit"));
+    for (int i = 0; i < made; ++i) MPI_Comm_free(&dups[i]);
+    free(dups);
+    MPI_Finalize();
+    return failures != 0;
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &g_world_rank);
@@ -66,6 +108,7 @@ int main(int argc, char **argv) {
         if (g_world_rank == 0) fprintf(stderr, "usage: check_many_comms LIVE CALLS [--limit]\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
+    if (!strcmp(argv[1], "--exhaust")) return exhaust(argc > 2 ? atoi(argv[2]) : 0, argc > 3 ? atoi(argv[3]) : 10);
     const int live = atoi(argv[1]), calls = atoi(argv[2]);
     const int limit_mode = argc > 3 && !strcmp(argv[3], "--limit");
     int world_rank = g_world_rank;
@@ -120,16 +163,7 @@ int main(int argc, char **argv) {
                    world_rank, limited_1, limited_2, served_before, served_after);
         }
     }
-    int failures = 0, checks = 0;
-    MPI_Allreduce(&g_failures, &failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    MPI_Allreduce(&g_checks, &checks, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (world_rank == 0) {
-        if (failures == 0)
-            printf("check_many_comms: ok (%d checks, %d live communicators, comm_limit calls on rank 0: %lld)\n",
-                   checks, live, limited_1);
-        else
-            printf("check_many_comms: %d failures\n", failures);
-    }
+    const int failures = finish(live, limited_1);
     free(comms);
     MPI_Finalize();
     return failures != 0;

@@ -9,7 +9,9 @@ set -uo pipefail
 flavor=$1 shim=$2 prog=$3 sharp_double=${4:-}
 here=$(cd "$(dirname "$0")" && pwd)
 out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+socket_policy=$(mktemp --suffix=.toml)
+trap 'rm -f "$out" "$socket_policy"' EXIT
+printf 'version = 1\n[[rule]]\nname = "sharp, socket leaders"\npath = "sharp"\nsharp_leaders = "socket"\n' >"$socket_policy"
 for v in $(env | sed -n 's/^\(ARSHIM_[A-Z_]*\)=.*/\1/p'); do [[ $v == ARSHIM_TEST_YIELD_LIB ]] || unset "$v"; done
 fail=0
 
@@ -41,5 +43,25 @@ run "reproducible forced, ARSHIM_MAX_COMMS=2, np 3" 3 "$shim" ARSHIM_PATH=reprod
 if [[ -n $sharp_double ]]; then
   run "SHARP forced (test double), ARSHIM_MAX_COMMS=3, 2 x 2 virtual nodes" 4 "$shim" ARSHIM_PATH=sharp \
     ARSHIM_SHARP=on ARSHIM_SHARP_LIB="$sharp_double" ARSHIM_VIRTUAL_PPN=2 ARSHIM_MAX_COMMS=3 -- 30 3 --limit
+fi
+# At MPICH's limit: the program holds every context id but FREE, so ARShim's own communicators and windows cannot be
+# made; it must decline (agreed on every rank) and never abort, whatever the path. Open MPI has no such limit.
+if [[ $flavor == mpich ]]; then
+  for free in 0 1 2 3 4; do
+    run "every context id taken but $free, the policy, np 2" 2 "$shim" -- --exhaust "$free" 12
+    run "every context id taken but $free, multileader, 2 x 2 virtual nodes, two leaders" 4 "$shim" \
+      ARSHIM_PATH=multileader ARSHIM_VIRTUAL_PPN=2 ARSHIM_LEADERS=2 -- --exhaust "$free" 4
+    run "every context id taken but $free, ARShim's ring, np 3" 3 "$shim" ARSHIM_PATH=multileader \
+      ARSHIM_VIRTUAL_PPN=1 ARSHIM_INTERNODE=ring -- --exhaust "$free" 4
+    run "every context id taken but $free, reproducible, 2 x 2 virtual nodes" 4 "$shim" ARSHIM_PATH=reproducible \
+      ARSHIM_VIRTUAL_PPN=2 -- --exhaust "$free" 4
+    if [[ -n $sharp_double ]]; then
+      run "every context id taken but $free, SHARP (test double), 2 x 2 virtual nodes" 4 "$shim" ARSHIM_PATH=sharp \
+        ARSHIM_SHARP=on ARSHIM_SHARP_LIB="$sharp_double" ARSHIM_VIRTUAL_PPN=2 -- --exhaust "$free" 4
+      run "every context id taken but $free, SHARP socket leaders, 2 x 2 virtual nodes" 4 "$shim" \
+        ARSHIM_SHARP=on ARSHIM_SHARP_LIB="$sharp_double" ARSHIM_VIRTUAL_PPN=2 ARSHIM_POLICY="$socket_policy" \
+        -- --exhaust "$free" 4
+    fi
+  done
 fi
 exit $fail
