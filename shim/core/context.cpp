@@ -176,13 +176,8 @@ void CommContext::compute_layout() {
         // rank could not make the node communicator (no communicator id left; agreed), every rank is its own node:
         // the node paths then decline (one rank per node), identically on every rank.
         int lowest = rank;
-        const Agreement made = agree_on_all_ranks(rc == MPI_SUCCESS, nullptr, 0, comm);
-        if (made.ok && made.all) {
-            bcast_twice(&lowest, 1, MPI_INT, 0, node_comm);  // twice: shim/core/mpi_util.h
-        } else {
-            free_comm(&node_comm);
-            node_comm_failed_ = true;
-        }
+        node_comm_failed_ = !made_on_all_ranks(rc, &node_comm, comm);
+        if (!node_comm_failed_) bcast_twice(&lowest, 1, MPI_INT, 0, node_comm);  // twice: shim/core/mpi_util.h
         node_ids.resize(static_cast<std::size_t>(size));
         PMPI_Allgather(&lowest, 1, MPI_INT, node_ids.data(), 1, MPI_INT, comm);
         std::vector<int>().swap(world_ranks_);
@@ -209,12 +204,8 @@ MPI_Comm CommContext::node_communicator() {
     if (node_comm == MPI_COMM_NULL && !node_comm_failed_) {
         // Same members and order as a split by type: the node's ranks in comm rank order.
         const int rc = comm_split_twice(comm, node_index, rank, &node_comm);  // twice: mpi_util.h
-        // Agreed, so that every rank gets MPI_COMM_NULL alike when one could not make it (no communicator id left).
-        const Agreement made = agree_on_all_ranks(rc == MPI_SUCCESS, nullptr, 0, comm);
-        if (!made.ok || !made.all) {
-            free_comm(&node_comm);
-            node_comm_failed_ = true;
-        }
+        // Agreed: every rank gets MPI_COMM_NULL alike when one could not make it (no communicator id left).
+        node_comm_failed_ = !made_on_all_ranks(rc, &node_comm, comm);
     }
     return node_comm;
 }

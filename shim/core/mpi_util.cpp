@@ -65,6 +65,14 @@ Agreement agree_on_all_ranks(bool mine, const long long* values, int count, MPI_
     return agreed;
 }
 
+bool made_on_all_ranks(int rc, MPI_Comm* made, MPI_Comm comm) {
+    const Agreement agreed = agree_on_all_ranks(rc == MPI_SUCCESS, nullptr, 0, comm);
+    if (agreed.ok && agreed.all) return true;
+    if (*made != MPI_COMM_NULL) PMPI_Comm_free(made);
+    *made = MPI_COMM_NULL;
+    return false;
+}
+
 int comm_split_twice(MPI_Comm comm, int color, int key, MPI_Comm* out) {
     return make_comm_twice(comm, [&] { return PMPI_Comm_split(comm, color, key, out); }, out);
 }

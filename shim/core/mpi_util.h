@@ -71,6 +71,11 @@ struct Agreement {
 };
 Agreement agree_on_all_ranks(bool mine, const long long* values, int count, MPI_Comm comm);
 
+// After ARShim made a communicator (`rc` its call's result, `*made` what it made): whether every rank of `comm` made
+// its own. When not (no communicator id left somewhere), `*made` is freed and MPI_COMM_NULL on every rank, and the
+// caller declines alike everywhere. Collective over `comm` (one allreduce).
+bool made_on_all_ranks(int rc, MPI_Comm* made, MPI_Comm comm);
+
 // A handle as an integer, for hashing and cache keys (MPICH handles are ints, Open MPI's are pointers).
 template <typename Handle>
 inline uintptr_t handle_bits(Handle handle) {

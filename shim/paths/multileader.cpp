@@ -101,10 +101,7 @@ PathOutcome run_one_rank_ring(const Call& call) {
         // user's communicator (and their delete callbacks when ARShim frees it); a split copies none.
         const int rc = comm_split_twice(ctx.comm, 0, ctx.rank, &ring.comm);  // twice: shim/core/mpi_util.h
         // Agreed: when a rank could not make it (no communicator id left), every rank declines alike.
-        const Agreement made = agree_on_all_ranks(rc == MPI_SUCCESS, nullptr, 0, ctx.comm);
-        if (!made.ok || !made.all) {
-            if (ring.comm != MPI_COMM_NULL) PMPI_Comm_free(&ring.comm);
-            ring.comm = MPI_COMM_NULL;
+        if (!made_on_all_ranks(rc, &ring.comm, ctx.comm)) {
             ring.failed = true;
             return PathOutcome::decline(vocab::Reason::path_unavailable);
         }

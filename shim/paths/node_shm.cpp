@@ -387,11 +387,8 @@ bool node_leader_comm(CommContext& ctx, int leaders, MPI_Comm* out) {
     if (comm == MPI_COMM_NULL && !node.leader_failed[leaders]) {
         const int color = ctx.node_rank < leaders ? ctx.node_rank : MPI_UNDEFINED;
         const int rc = comm_split_twice(ctx.comm, color, ctx.node_index, &comm);  // twice: shim/core/mpi_util.h
-        // Agreed, so that every rank declines alike if any could not make it (MPICH: no communicator id left).
-        const Agreement made = agree_on_all_ranks(rc == MPI_SUCCESS, nullptr, 0, ctx.comm);
-        if (!made.ok || !made.all) {
-            if (comm != MPI_COMM_NULL) PMPI_Comm_free(&comm);
-            comm = MPI_COMM_NULL;
+        // Agreed: every rank declines alike if any could not make it (MPICH: no communicator id left).
+        if (!made_on_all_ranks(rc, &comm, ctx.comm)) {
             node.leader_failed[leaders] = true;
             if (ctx.rank == 0 && log::first_time("leader-comm"))
                 log::warn("leader communicators of a {}-rank communicator could not be made (the MPI library has "
