@@ -15,8 +15,9 @@
 #include "shim/tune/schedule.h"
 
 // Tests only (test/verify/kernel_fault.cpp, never installed): skews this rank's measured times, so that the tests
-// can show every rank deciding alike when the ranks see different timings. Null in the product.
-extern "C" double arshim_test_skew_tune_time(double seconds, int world_rank, int native)
+// can show every rank deciding alike when the ranks see different timings, and make one leader count slow (`leaders`:
+// the candidate's multi-leader leader count, 0 for other paths). Null in the product.
+extern "C" double arshim_test_skew_tune_time(double seconds, int world_rank, int native, int leaders)
     __attribute__((weak, visibility("hidden")));
 
 namespace arshim::tune {
@@ -75,8 +76,9 @@ void add_candidate(const CommContext& ctx, policy::Decision d, policy::Decision 
 }
 
 // The first-stage candidates of a key, the policy's choice first (docs/tuning.md): guard adds the library's
-// allreduce; online also both host paths at the parameters the default table uses for the size. Every value
-// comes from the decision, the communicator's layout and the call's size: identical on every rank.
+// allreduce and, for the multi-leader path across nodes, half the leaders; online also both host paths at the
+// parameters the default table uses for the size. Every value comes from the decision, the communicator's layout
+// and the call's size: identical on every rank.
 int candidates(const CommContext& ctx, const policy::Decision& chosen, uint64_t bytes, Mode mode,
                policy::Decision (&out)[kMaxCandidates]) {
     int n = 0;
@@ -84,7 +86,17 @@ int candidates(const CommContext& ctx, const policy::Decision& chosen, uint64_t 
     policy::Decision native = chosen;
     native.path = policy::Path::native;
     add_candidate(ctx, native, out, n);
-    if (mode != Mode::online) return n;
+    if (mode != Mode::online) {
+        // How many leaders pay depends on the links, which no rule sees: two leaders per node measured 1.6x faster
+        // than one at 10 Gbit/s and 5-8% slower at 1 Gbit/s on the same 2 x 2 emulated hosts (MPICH, 4-16 MiB;
+        // docs/cluster.md "The MTU", docs/tuning.md). So guard also tries half the policy's leader count there.
+        if (chosen.path == policy::Path::multileader && ctx.node_count > 1) {
+            policy::Decision fewer = chosen;
+            fewer.leaders = std::clamp<uint32_t>(chosen.leaders, 1, static_cast<uint32_t>(std::max(1, ctx.ppn_min))) / 2;
+            if (fewer.leaders >= 1) add_candidate(ctx, fewer, out, n);
+        }
+        return n;
+    }
 
     const bool shared_memory = ctx.ppn_max > 1;
     policy::Decision leaders = chosen;
@@ -210,8 +222,9 @@ void report(CommContext& ctx, CommContext::KeyBook& book, int c, double seconds,
     KeyTuning& t = book.tuning;
     Exploration& ex = t.exploration;
     if (arshim_test_skew_tune_time != nullptr)
-        seconds = arshim_test_skew_tune_time(seconds, runtime().world_rank,
-                                             t.candidate[c].path == policy::Path::native ? 1 : 0);
+        seconds = arshim_test_skew_tune_time(
+            seconds, runtime().world_rank, t.candidate[c].path == policy::Path::native ? 1 : 0,
+            t.candidate[c].path == policy::Path::multileader ? static_cast<int>(t.candidate[c].leaders) : 0);
     g_exploration_calls.fetch_add(1, std::memory_order_relaxed);
     g_exploration_ns.fetch_add(static_cast<uint64_t>(seconds * 1e9), std::memory_order_relaxed);
     if (!ex.record(c, static_cast<float>(seconds * 1e6), declined)) return;

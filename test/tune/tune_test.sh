@@ -41,6 +41,36 @@ if ! grep -q "check_tune: 0 wrong results" <<<"$out" || ! grep -qE "native becau
 else echo "ok: guard keeps the library where the policy's path is slower: $(grep -o 'tuning (guard): .*' <<<"$out")"
 fi
 
+# 2b. guard across nodes also tries half the policy's leader count (2 x 2 virtual nodes, a policy of two leaders).
+# The test library makes every rank see two leaders 100x slower than they ran: guard must then leave them, for one
+# leader or the library, in every key it decides; without that skew the candidates still list one leader. On one
+# node the same policy gets no leader candidate (guard is the policy against the library there).
+cat >"$tmp/two-leaders.toml" <<'TOML'
+version = 1
+[[rule]]
+name = "every call: multi-leader, two leaders"
+path = "multileader"
+leaders = 2
+TOML
+out=$(TIMEOUT=150 run 4 "$test_lib" ARSHIMTEST_KERNEL_FAULT=none ARSHIMTEST_TUNE_SLOW_LEADERS=2 ARSHIM_VIRTUAL_PPN=2 \
+      ARSHIM_POLICY="$tmp/two-leaders.toml" ARSHIM_TUNE=guard ARSHIM_LOG=info -- "$prog" --calls 40 --max 1048576)
+rc=$?
+decided=$(grep -c "tuned MPI_FLOAT MPI_SUM, [0-9]* B on a communicator of 4 ranks (2 node(s) x 2): " <<<"$out")
+kept_two=$(grep "tuned MPI_FLOAT MPI_SUM, [0-9]* B on a communicator of 4 ranks (2 node(s) x 2): multileader leaders=2 " \
+           <<<"$out" | grep -c .)
+listed_one=$(grep "tuned MPI_FLOAT MPI_SUM, [0-9]* B on a communicator of 4 ranks" <<<"$out" | grep -c "multileader leaders=1 [^:]*: [0-9.]* us")
+if [[ $rc -ne 0 ]] || ! grep -q "check_tune: 0 wrong results" <<<"$out" || [[ $decided -lt 4 || $kept_two -ne 0 || $listed_one -ne $decided ]]; then
+  say_fail "guard across 2 virtual nodes, two leaders made slow: expected one leader tried in every decided key and two leaders never kept (decided $decided, kept two $kept_two, one leader timed in $listed_one; exit $rc)" "$out"
+else echo "ok: guard across nodes tries half the leaders: $decided keys decided, none kept two slow leaders"
+  grep "tuned MPI_FLOAT MPI_SUM, 1048576 B" <<<"$out" | cut -c1-200 | sed 's/^/    /'
+fi
+out=$(run 2 "$shim" ARSHIM_POLICY="$tmp/two-leaders.toml" ARSHIM_TUNE=guard ARSHIM_LOG=info -- "$prog" --calls 20 --max 262144)
+one_node=$(grep -c "tuned MPI_FLOAT MPI_SUM, [0-9]* B on a communicator of 2 ranks (1 node(s) x 2)" <<<"$out")
+if ! grep -q "check_tune: 0 wrong results" <<<"$out" || [[ $one_node -lt 2 ]] || grep "tuned MPI_FLOAT" <<<"$out" | grep -q "leaders=1"; then
+  say_fail "guard on one node, two leaders: expected decisions between the policy and the library only" "$out"
+else echo "ok: guard on one node: the policy against the library only ($one_node keys)"
+fi
+
 # 3. Ranks that see different timings (one rank sees the library 100x faster) still decide alike: no hang, right.
 out=$(TIMEOUT=120 run 3 "$test_lib" ARSHIMTEST_KERNEL_FAULT=none ARSHIMTEST_TUNE_SKEW_RANK=1 ARSHIM_TUNE=online \
       ARSHIM_POLICY="$tmp/bad.toml" -- "$prog" --calls 20 --max 1048576)

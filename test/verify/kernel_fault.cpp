@@ -88,11 +88,18 @@ extern "C" __attribute__((visibility("hidden"))) void arshim_test_inject_kernel_
 }
 
 extern "C" __attribute__((visibility("hidden"))) double arshim_test_skew_tune_time(double seconds, int world_rank,
-                                                                               int native) {
+                                                                               int native, int leaders) {
+    // ARSHIMTEST_TUNE_SKEW_RANK=R: rank R sees the library 100x faster than it is (the other ranks do not);
+    // ARSHIMTEST_TUNE_SLOW_LEADERS=L: every rank sees the multi-leader path with L leaders 100x slower.
     static const int skewed = [] {
         const char* rank = std::getenv("ARSHIMTEST_TUNE_SKEW_RANK");
         return rank != nullptr ? std::atoi(rank) : -1;
     }();
+    static const int slow_leaders = [] {
+        const char* l = std::getenv("ARSHIMTEST_TUNE_SLOW_LEADERS");
+        return l != nullptr ? std::atoi(l) : -1;
+    }();
+    if (leaders > 0 && leaders == slow_leaders) return seconds * 100;
     return world_rank == skewed && native ? seconds / 100 : seconds;
 }
 
