@@ -87,6 +87,10 @@ const std::array<OptionSpec, kOptionCount> kOptions = {{
      "Node shared-memory protocol (multileader, reproducible, SHARP), where the node has a CPU for each rank: "
      "microseconds a waiting rank keeps polling, pausing, before it yields the CPU between polls (0 = 16 polls, "
      "~0.4 us). Where the node's ranks outnumber its CPUs, ranks yield after 64 polls whatever the setting."},
+    {OptionId::sleep_after_us, "ARSHIM_SLEEP_AFTER_US", OptionType::integer, "1000", nullptr, 0, 10000000,
+     "Node shared-memory protocol across nodes (multileader, SHARP): microseconds a waiting rank polls and yields "
+     "before it sleeps until woken (a futex on the window's counter), so that long inter-node steps do not lose CPU "
+     "time to waiting ranks; 0 = never sleeps (yields for as long as it waits)."},
     {OptionId::context_after, "ARSHIM_CONTEXT_AFTER", OptionType::integer, "8", nullptr, 1, 1 << 20,
      "A communicator's context is built at its Nth allreduce; the calls before go native, counted as "
      "cold_communicator, so short-lived communicators never pay for a path's set-up such as a node window (1 = at "

@@ -40,6 +40,7 @@ enum class OptionId : uint8_t {
     shm_max,
     shm_reuse,
     spin_us,
+    sleep_after_us,
     context_after,
     max_comms,
     stats,

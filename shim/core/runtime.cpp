@@ -143,6 +143,7 @@ void install_finalize_hook() {
 // counts; without MPI_Init intercepted the node is unknown and the ranks yield early, as when oversubscribed.
 void set_wait_policy(const Runtime& rt, bool collective) {
     g_wait.budget = std::chrono::microseconds(rt.config.number(OptionId::spin_us));
+    g_wait.sleep_after = std::chrono::microseconds(rt.config.number(OptionId::sleep_after_us));
     if (!collective || rt.world_node.empty()) return;
     const int my_node = rt.world_node[static_cast<std::size_t>(rt.world_rank)];
     int ranks_here = rt.world_size;

@@ -68,6 +68,7 @@ constexpr int kMaxLeaders = 64;
 
 struct alignas(kCacheLine) ShmCounter {
     std::atomic<uint64_t> value;
+    std::atomic<uint32_t> sleepers;  // ranks asleep until `value` changes (wait_sleeping), for publish_waking
 };
 static_assert(sizeof(ShmCounter) == kCacheLine, "one counter per cache line");
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "shared-memory counters must be lock-free");
@@ -80,12 +81,31 @@ static_assert(std::atomic<uint64_t>::is_always_lock_free, "shared-memory counter
 struct WaitPolicy {
     bool pause = false;                   // the node's ranks fit its CPUs
     std::chrono::nanoseconds budget{0};  // ARSHIM_SPIN_US
+    std::chrono::microseconds sleep_after{1000};  // ARSHIM_SLEEP_AFTER_US (wait_sleeping; 0: never sleep)
 };
 extern WaitPolicy g_wait;  // set once at init, before any call
 void wait_polling(const std::atomic<uint64_t>& counter, uint64_t target);
 
 inline void wait_at_least(const std::atomic<uint64_t>& counter, uint64_t target) {
     if (counter.load(std::memory_order_acquire) < target) wait_polling(counter, target);
+}
+
+// Waits that can be long: with several nodes a rank waits for the leaders' inter-node step (a 1 MiB chunk at
+// 1 Gbit/s: 8 ms). A rank that yields in a loop for that long still takes CPU time from the ones it waits for when
+// ranks share cores: on 2 x 2 emulated hosts on 2 cores, 5 of 13 launches of the one-leader path ran their inter-node
+// steps twice as slow, and none of 13 with the waiting ranks asleep (docs/cluster.md "One chunk ahead"). So after
+// ARSHIM_SLEEP_AFTER_US (default 1 ms) of polling and yielding, wait_sleeping sleeps on a futex on the counter's word
+// until a publish_waking of it (or, as a safety net, a timeout, then looks again). A wake costs a system call and
+// some microseconds of latency, only after a wait of 1 ms already. The counter's publishers must all use
+// publish_waking while a rank may sleep on it: run_shm_protocol uses both for its calls across nodes (and the
+// reproducible path's chain publishes waking), plain stores and waits otherwise.
+void wait_sleeping(ShmCounter& counter, uint64_t target);
+void wake_sleepers(ShmCounter& counter);
+inline void publish_waking(ShmCounter& counter, uint64_t value) {
+    // seq_cst store and load: either this load sees a sleeper's registration, or that sleeper's own seq_cst load
+    // after registering sees `value` (and the kernel's check of the futex word catches a store in between).
+    counter.value.store(value, std::memory_order_seq_cst);
+    if (counter.sleepers.load(std::memory_order_seq_cst) != 0) wake_sleepers(counter);
 }
 
 // A shared-memory domain: the ranks that run the chunk protocol together. The multileader path's domain is always
@@ -178,6 +198,7 @@ struct PhaseTimes {
     double copy_in = 0, wait_inputs = 0, reduce = 0, internode = 0, wait_results = 0, copy_out = 0;
     uint64_t chunks = 0, calls = 0;
     uint64_t internode_steps = 0, ring_steps = 0;  // the multileader path's inter-node steps, and those on its ring
+    uint64_t sleeps = 0;                           // waits that went to sleep (wait_sleeping)
 };
 extern bool g_phase_times_on;    // set once at init, before any call
 extern PhaseTimes g_phase_times;  // the calling threads' sums (a debug aid: unsynchronized across threads)
@@ -224,6 +245,15 @@ int run_shm_protocol(const Call& call, ShmState& state, kernels::NaryFn reduce, 
     PhaseClock clock;
     const bool direct = !multinode && policy::model::node_reduces_directly(call.bytes, state.ppn);
     bool staged = false;  // this rank's input for the current chunk is in its slot already (copied ahead)
+    // Across nodes the waits can be long: waiting ranks may sleep, so every store wakes them (wait_sleeping).
+    auto publish = [multinode](ShmCounter& counter, uint64_t value) {
+        if (multinode) publish_waking(counter, value);
+        else counter.value.store(value, std::memory_order_release);
+    };
+    auto wait_for = [multinode](ShmCounter& counter, uint64_t target) {
+        if (multinode) wait_sleeping(counter, target);
+        else wait_at_least(counter.value, target);
+    };
 
     for (std::size_t first = 0; first < count; first += chunk_elements) {
         const std::size_t n = std::min(chunk_elements, count - first);
@@ -234,7 +264,7 @@ int run_shm_protocol(const Call& call, ShmState& state, kernels::NaryFn reduce, 
         // (1) my input chunk into my slot
         if (!staged) {
             std::memcpy(state.slot(buffer, me), input + first * element, n * element);
-            state.arrived[me].value.store(s, std::memory_order_release);
+            publish(state.arrived[me], s);
         }
         staged = false;
         clock.lap(&PhaseTimes::copy_in);
@@ -251,9 +281,9 @@ int run_shm_protocol(const Call& call, ShmState& state, kernels::NaryFn reduce, 
         if (leader) {
             std::size_t part_first = 0, part_count = 0;
             shm::partition(n, element, leaders, me, &part_first, &part_count);
-            for (int r = 0; r < state.ppn; ++r) wait_at_least(state.arrived[r].value, s);
+            for (int r = 0; r < state.ppn; ++r) wait_for(state.arrived[r], s);
             if (s > kShmBuffers)
-                for (int r = 0; r < state.ppn; ++r) wait_at_least(state.copied[r].value, s - kShmBuffers);
+                for (int r = 0; r < state.ppn; ++r) wait_for(state.copied[r], s - kShmBuffers);
             clock.lap(&PhaseTimes::wait_inputs);
             const std::size_t offset = part_first * element;
             if (part_count > 0) {
@@ -272,7 +302,7 @@ int run_shm_protocol(const Call& call, ShmState& state, kernels::NaryFn reduce, 
                 }
                 clock.lap(&PhaseTimes::internode);
             }
-            state.reduced[me].value.store(s, std::memory_order_release);
+            publish(state.reduced[me], s);
         }
 
         // Several nodes: the next chunk's input goes into my slot before I wait for this chunk's result, so that the
@@ -285,16 +315,16 @@ int run_shm_protocol(const Call& call, ShmState& state, kernels::NaryFn reduce, 
             const std::size_t next_n = std::min(chunk_elements, count - next_first);
             std::memcpy(state.slot(static_cast<int>((s + 1) % kShmBuffers), me), input + next_first * element,
                         next_n * element);
-            state.arrived[me].value.store(s + 1, std::memory_order_release);
+            publish(state.arrived[me], s + 1);
             staged = true;
             clock.lap(&PhaseTimes::copy_in);
         }
 
         // (4) the whole reduced chunk out
-        for (int j = 0; j < leaders; ++j) wait_at_least(state.reduced[j].value, s);
+        for (int j = 0; j < leaders; ++j) wait_for(state.reduced[j], s);
         clock.lap(&PhaseTimes::wait_results);
         std::memcpy(output + first * element, state.result(buffer), n * element);
-        state.copied[me].value.store(s, std::memory_order_release);
+        publish(state.copied[me], s);
         clock.lap(&PhaseTimes::copy_out);
     }
     return rc;

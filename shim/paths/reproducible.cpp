@@ -131,7 +131,7 @@ void wait_progressing(const std::atomic<uint64_t>& counter, uint64_t target, MPI
 
 // The chain over the leaders of contiguous nodes (see the top of the file). Every rank copies its chunks into the
 // node window and the reduced chunks out, as in the multi-leader protocol (node_shm.h: arrived / reduced / copied
-// sequence numbers); leader j folds partition j of each chunk, with the fold of the nodes before as its first
+// sequence numbers, published waking: a rank of the window's next call, on the multi-leader path, may sleep on them); leader j folds partition j of each chunk, with the fold of the nodes before as its first
 // source. Chunk s is finished (its final fold received, published, copied out) after chunk s+1 is started, so two
 // chunks are in flight; a buffer is reused only after every request on it completed and every rank copied it out.
 int chain_fold(CommContext& ctx, ShmState& st, ReproState& rs, int leaders, MPI_Comm leader_comm, const Fold& f) {
@@ -183,7 +183,7 @@ int chain_fold(CommContext& ctx, ShmState& st, ReproState& rs, int leaders, MPI_
             note(PMPI_Isend(result, static_cast<int>(bytes), MPI_BYTE, node - 1, kBackwardTag, leader_comm,
                             &backward[b]));
         }
-        st.reduced[me].value.store(s, std::memory_order_release);  // the last node holds the final fold
+        publish_waking(st.reduced[me], s);  // the last node holds the final fold
     };
     // Leader: chunk s's final fold arrived from above; pass it down; publish it.
     auto complete = [&](uint64_t s) {
@@ -193,7 +193,7 @@ int chain_fold(CommContext& ctx, ShmState& st, ReproState& rs, int leaders, MPI_
         if (node > 0)
             note(PMPI_Isend(st.result(b) + part_first[b] * es, static_cast<int>(part_count[b] * es), MPI_BYTE,
                             node - 1, kBackwardTag, leader_comm, &backward[b]));
-        st.reduced[me].value.store(s, std::memory_order_release);
+        publish_waking(st.reduced[me], s);
     };
     auto finish = [&](uint64_t s, std::size_t first, std::size_t n) {
         if (leader) complete(s);
@@ -202,7 +202,7 @@ int chain_fold(CommContext& ctx, ShmState& st, ReproState& rs, int leaders, MPI_
             else wait_at_least(st.reduced[j].value, s);
         }
         std::memcpy(f.out + first * es, st.result(static_cast<int>(s % kShmBuffers)), n * es);
-        st.copied[me].value.store(s, std::memory_order_release);
+        publish_waking(st.copied[me], s);
     };
 
     uint64_t pending = 0;
@@ -211,7 +211,7 @@ int chain_fold(CommContext& ctx, ShmState& st, ReproState& rs, int leaders, MPI_
         const std::size_t n = std::min(chunk_elements, f.count - first);
         const uint64_t s = ++st.sequence;
         std::memcpy(st.slot(static_cast<int>(s % kShmBuffers), me), f.in + first * es, n * es);
-        st.arrived[me].value.store(s, std::memory_order_release);
+        publish_waking(st.arrived[me], s);
         if (leader) start(s, n);
         if (pending != 0) finish(pending, pending_first, pending_n);
         pending = s, pending_first = first, pending_n = n;

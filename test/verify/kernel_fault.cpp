@@ -103,6 +103,16 @@ extern "C" __attribute__((visibility("hidden"))) double arshim_test_skew_tune_ti
     return world_rank == skewed && native ? seconds / 100 : seconds;
 }
 
+// ARSHIMTEST_SLEEP_TIMEOUT_MS: a sleeping wait's safety-net timeout (product: 2 ms), long in the test of sleeping
+// waits so that a missed wake shows as a stall.
+extern "C" __attribute__((visibility("hidden"))) long arshim_test_sleep_timeout_ms() {
+    static const long ms = [] {
+        const char* v = std::getenv("ARSHIMTEST_SLEEP_TIMEOUT_MS");
+        return v != nullptr && std::atol(v) > 0 ? std::atol(v) : 2L;
+    }();
+    return ms;
+}
+
 extern "C" __attribute__((visibility("hidden"))) int arshim_test_fail_shm() {
     const char* fail = std::getenv("ARSHIMTEST_FAIL_SHM");
     return fail != nullptr && std::strcmp(fail, "1") == 0;
