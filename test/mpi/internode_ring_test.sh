@@ -32,9 +32,9 @@ check() {
     return
   fi
   # The ring steps of every rank's phase line, summed (only leaders make inter-node steps).
-  rings=$(sed -n 's/.*inter-node steps [0-9]*, on ARShim.s ring \([0-9]*\)$/\1/p' <<<"$out" | awk '{s += $1} END {print s + 0}')
+  rings=$(sed -n 's/.*inter-node steps [0-9]*, on ARShim.s ring \([0-9]*\)\(; sleeps [0-9]*\)\{0,1\}$/\1/p' <<<"$out" | awk '{s += $1} END {print s + 0}')
   local steps
-  steps=$(sed -n 's/.*inter-node steps \([0-9]*\), on ARShim.s ring [0-9]*$/\1/p' <<<"$out" | awk '{s += $1} END {print s + 0}')
+  steps=$(sed -n 's/.*inter-node steps \([0-9]*\), on ARShim.s ring [0-9]*\(; sleeps [0-9]*\)\{0,1\}$/\1/p' <<<"$out" | awk '{s += $1} END {print s + 0}')
   if [[ $steps -eq 0 ]]; then
     echo "FAIL: $label: no inter-node step counted"; grep phases <<<"$out"; fail=1
   elif [[ $expect == ring && $rings -eq 0 ]]; then

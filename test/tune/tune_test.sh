@@ -21,9 +21,10 @@ segment_bytes = "1K"
 window = 1
 TOML
 
-# 1. online: the bad choice is replaced wherever another candidate separated from it; every result right.
+# 1. online: the bad choice is replaced wherever another candidate separated from it; every result right. 45 calls
+# per size: online decides within 42 (docs/tuning.md), also when a loaded machine makes it take every round.
 out=$(run 2 "$shim" ARSHIM_POLICY="$tmp/bad.toml" ARSHIM_TUNE=online ARSHIM_LOG=info ARSHIM_STATS_SUMMARY=1 \
-      -- "$prog" --calls 30 --max 4194304)
+      -- "$prog" --calls 45 --max 4194304)
 changed=$(sed -n 's/.*tuning (online): \([0-9]*\) keys decided (summed over ranks), \([0-9]*\) of them.*/\2/p' <<<"$out")
 bad_kept=$(grep -E "tuned MPI_FLOAT MPI_SUM, (1048576|4194304) B on a communicator of 2 ranks \([^)]*\): pipelined segment_bytes=1K " <<<"$out" | grep -c .)
 decided_big=$(grep -cE "tuned MPI_FLOAT MPI_SUM, (1048576|4194304) B on a communicator" <<<"$out")
@@ -42,7 +43,7 @@ else echo "ok: guard keeps the library where the policy's path is slower: $(grep
 fi
 
 # 2b. guard across nodes also tries half the policy's leader count (2 x 2 virtual nodes, a policy of two leaders).
-# The test library makes every rank see two leaders 100x slower than they ran: guard must then leave them, for one
+# The test library makes every rank see two leaders 100 ms slower than they ran: guard must then leave them, for one
 # leader or the library, in every key it decides; without that skew the candidates still list one leader. On one
 # node the same policy gets no leader candidate (guard is the policy against the library there).
 cat >"$tmp/two-leaders.toml" <<'TOML'
