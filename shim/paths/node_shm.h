@@ -25,8 +25,8 @@
 // having seen reduced[*] >= s-2 = s - kShmBuffers, the chunk that used the buffer before), and leaders reduce chunks
 // in order, so a slot is never overwritten before it was reduced. A
 // leader writes the result area of buffer s % kShmBuffers only after copied[*] >= s - kShmBuffers (everyone read the
-// chunk that used it before). Stores are release, loads acquire, so the data written before a store is visible after
-// the load. Sequence numbers continue across calls (every rank of the node makes the same calls in the same order),
+// chunk that used it before). Stores are release (across nodes sequentially consistent, for the sleeping waits
+// below), loads acquire, so the data written before a store is visible after the load. Sequence numbers continue across calls (every rank of the node makes the same calls in the same order),
 // so the protocol needs no reset. Waiting polls briefly, then yields the CPU (wait_at_least, below).
 //
 // Small calls on one domain (policy::model::node_reduces_directly): every rank reduces the whole chunk from all

@@ -131,9 +131,10 @@ void wait_progressing(const std::atomic<uint64_t>& counter, uint64_t target, MPI
 
 // The chain over the leaders of contiguous nodes (see the top of the file). Every rank copies its chunks into the
 // node window and the reduced chunks out, as in the multi-leader protocol (node_shm.h: arrived / reduced / copied
-// sequence numbers, published waking: a rank of the window's next call, on the multi-leader path, may sleep on them); leader j folds partition j of each chunk, with the fold of the nodes before as its first
-// source. Chunk s is finished (its final fold received, published, copied out) after chunk s+1 is started, so two
-// chunks are in flight; a buffer is reused only after every request on it completed and every rank copied it out.
+// sequence numbers, published waking: a rank of the window's next call, on the multi-leader path, may sleep on
+// them); leader j folds partition j of each chunk, with the fold of the nodes before as its first source. Chunk s is
+// finished (its final fold received, published, copied out) after chunk s+1 is started, so two chunks are in flight;
+// a buffer is reused only after every request on it completed and every rank copied it out.
 int chain_fold(CommContext& ctx, ShmState& st, ReproState& rs, int leaders, MPI_Comm leader_comm, const Fold& f) {
     const int me = ctx.node_rank, node = ctx.node_index, nodes = ctx.node_count;
     const bool leader = me < leaders;

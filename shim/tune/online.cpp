@@ -90,10 +90,10 @@ int candidates(const CommContext& ctx, const policy::Decision& chosen, uint64_t 
         // How many leaders pay depends on the links, which no rule sees: two leaders per node measured 1.6x faster
         // than one at 10 Gbit/s and 5-8% slower at 1 Gbit/s on the same 2 x 2 emulated hosts (MPICH, 4-16 MiB;
         // docs/cluster.md "The MTU", docs/tuning.md). So guard also tries half the policy's leader count there.
-        if (chosen.path == policy::Path::multileader && ctx.node_count > 1) {
-            policy::Decision fewer = chosen;
-            fewer.leaders = std::clamp<uint32_t>(chosen.leaders, 1, static_cast<uint32_t>(std::max(1, ctx.ppn_min))) / 2;
-            if (fewer.leaders >= 1) add_candidate(ctx, fewer, out, n);
+        if (chosen.path == policy::Path::multileader && ctx.node_count > 1 && out[0].leaders >= 2) {
+            policy::Decision fewer = out[0];  // the policy's choice, its leaders clamped to the smallest node
+            fewer.leaders /= 2;
+            add_candidate(ctx, fewer, out, n);
         }
         return n;
     }
