@@ -15,9 +15,11 @@
 #include "shim/tune/schedule.h"
 
 // Tests only (test/verify/kernel_fault.cpp, never installed): skews this rank's measured times, so that the tests
-// can show every rank deciding alike when the ranks see different timings, and make one leader count slow (`leaders`:
-// the candidate's multi-leader leader count, 0 for other paths). Null in the product.
-extern "C" double arshim_test_skew_tune_time(double seconds, int world_rank, int native, int leaders)
+// can show every rank deciding alike when the ranks see different timings, and make one leader count or one segment
+// size slow (`leaders`: the candidate's multi-leader leader count, 0 for other paths; `segment_bytes`: its pipelined
+// segment size, 0 for other paths). Null in the product.
+extern "C" double arshim_test_skew_tune_time(double seconds, int world_rank, int native, int leaders,
+                                             unsigned long long segment_bytes)
     __attribute__((weak, visibility("hidden")));
 
 namespace arshim::tune {
@@ -58,6 +60,12 @@ bool same_choice(const policy::Decision& a, const policy::Decision& b) {
     }
 }
 
+// Guard's small-segment candidate across nodes (candidates()): 64 KiB segments, 16 in flight (1 MiB on the wire),
+// for calls of 1 MiB or more.
+constexpr uint64_t kSmallSegmentsFromBytes = uint64_t{1} << 20;
+constexpr uint64_t kSmallSegmentBytes = 64 * 1024;
+constexpr uint32_t kSmallSegmentWindow = 16;
+
 uint64_t pow2_at_least(uint64_t v) {
     uint64_t p = 1;
     while (p < v && p < (uint64_t{1} << 40)) p <<= 1;
@@ -94,6 +102,20 @@ int candidates(const CommContext& ctx, const policy::Decision& chosen, uint64_t 
             policy::Decision fewer = out[0];  // the policy's choice, its leaders clamped to the smallest node
             fewer.leaders /= 2;
             add_candidate(ctx, fewer, out, n);
+        }
+        // So does how small the pieces in flight across nodes should be: on 2 x 2 emulated hosts at 1 Gbit/s the
+        // pipelined path with 64 KiB segments, 16 in flight, beat the policy's choice from 4 MiB under both MPIs
+        // (MPICH's two leaders by 9-10%), while at 10 Gbit/s it took 1.5x as long as MPICH's two leaders, and on
+        // 3 x 2 hosts at 1 Gbit/s 1.5-1.8x as long as one leader under MPICH and level under Open MPI (docs/cluster.md
+        // "Small segments across nodes"). So from 1 MiB across nodes guard tries them too.
+        if ((chosen.path == policy::Path::pipelined || chosen.path == policy::Path::multileader) &&
+            ctx.node_count > 1 && bytes >= kSmallSegmentsFromBytes) {
+            policy::Decision small = chosen;
+            small.path = policy::Path::pipelined;
+            small.segments = 0;
+            small.segment_bytes = kSmallSegmentBytes;
+            small.window = kSmallSegmentWindow;
+            add_candidate(ctx, small, out, n);
         }
         return n;
     }
@@ -221,10 +243,12 @@ void report(CommContext& ctx, CommContext::KeyBook& book, int c, double seconds,
             vocab::DtypeClass dclass, kernels::Op op, MPI_Datatype datatype, MPI_Op mpi_op, uint64_t bytes) {
     KeyTuning& t = book.tuning;
     Exploration& ex = t.exploration;
-    if (arshim_test_skew_tune_time != nullptr)
-        seconds = arshim_test_skew_tune_time(
-            seconds, runtime().world_rank, t.candidate[c].path == policy::Path::native ? 1 : 0,
-            t.candidate[c].path == policy::Path::multileader ? static_cast<int>(t.candidate[c].leaders) : 0);
+    if (arshim_test_skew_tune_time != nullptr) {
+        const policy::Decision& d = t.candidate[c];
+        seconds = arshim_test_skew_tune_time(seconds, runtime().world_rank, d.path == policy::Path::native ? 1 : 0,
+                                             d.path == policy::Path::multileader ? static_cast<int>(d.leaders) : 0,
+                                             d.path == policy::Path::pipelined ? d.segment_bytes : 0);
+    }
     g_exploration_calls.fetch_add(1, std::memory_order_relaxed);
     g_exploration_ns.fetch_add(static_cast<uint64_t>(seconds * 1e9), std::memory_order_relaxed);
     if (!ex.record(c, static_cast<float>(seconds * 1e6), declined)) return;

@@ -88,10 +88,12 @@ extern "C" __attribute__((visibility("hidden"))) void arshim_test_inject_kernel_
 }
 
 extern "C" __attribute__((visibility("hidden"))) double arshim_test_skew_tune_time(double seconds, int world_rank,
-                                                                               int native, int leaders) {
+                                                                               int native, int leaders,
+                                                                               unsigned long long segment_bytes) {
     // ARSHIMTEST_TUNE_SKEW_RANK=R: rank R sees the library 100x faster than it is (the other ranks do not);
     // ARSHIMTEST_TUNE_SLOW_LEADERS=L: every rank sees the multi-leader path with L leaders take 100 ms longer (added,
-    // not multiplied: a factor would multiply the spread of its samples as well, which a loaded machine makes wide).
+    // not multiplied: a factor would multiply the spread of its samples as well, which a loaded machine makes wide);
+    // ARSHIMTEST_TUNE_SLOW_SEGMENTS=B: every rank sees the pipelined path with B-byte segments take 100 ms longer.
     static const int skewed = [] {
         const char* rank = std::getenv("ARSHIMTEST_TUNE_SKEW_RANK");
         return rank != nullptr ? std::atoi(rank) : -1;
@@ -100,7 +102,12 @@ extern "C" __attribute__((visibility("hidden"))) double arshim_test_skew_tune_ti
         const char* l = std::getenv("ARSHIMTEST_TUNE_SLOW_LEADERS");
         return l != nullptr ? std::atoi(l) : -1;
     }();
+    static const unsigned long long slow_segments = [] {
+        const char* b = std::getenv("ARSHIMTEST_TUNE_SLOW_SEGMENTS");
+        return b != nullptr ? std::strtoull(b, nullptr, 10) : 0ULL;
+    }();
     if (leaders > 0 && leaders == slow_leaders) return seconds + 0.1;
+    if (segment_bytes > 0 && segment_bytes == slow_segments) return seconds + 0.1;
     return world_rank == skewed && native ? seconds / 100 : seconds;
 }
 
