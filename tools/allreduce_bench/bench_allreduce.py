@@ -76,6 +76,10 @@ def configurations(flavor, np_, names):
         "multileader-lppn": (True, {"ARSHIM_PATH": "multileader", "ARSHIM_LEADERS": str(np_)}, []),
         "multileader-l2-k4": (True, {"ARSHIM_PATH": "multileader", "ARSHIM_LEADERS": "2",
                                      "ARSHIM_PIPELINE_K": "4"}, []),
+        "multileader-l1-k4": (True, {"ARSHIM_PATH": "multileader", "ARSHIM_LEADERS": "1",
+                                     "ARSHIM_PIPELINE_K": "4"}, []),
+        "multileader-l1-k16": (True, {"ARSHIM_PATH": "multileader", "ARSHIM_LEADERS": "1",
+                                      "ARSHIM_PIPELINE_K": "16"}, []),
         # The inter-node step forced either way (ARSHIM_INTERNODE; the plain multileader-* configurations take auto)
         "multileader-l1-ring": (True, {"ARSHIM_PATH": "multileader", "ARSHIM_LEADERS": "1", "ARSHIM_INTERNODE": "ring"}, []),
         "multileader-l2-ring": (True, {"ARSHIM_PATH": "multileader", "ARSHIM_LEADERS": "2", "ARSHIM_INTERNODE": "ring"}, []),
