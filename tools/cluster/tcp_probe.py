@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""The emulated cluster's plain-TCP probes (`arshim cluster verify`, tools/cluster/arshim-cluster).
+
+  tcp_probe.py serve PORT rtt|stream [BYTES]          on one virtual host
+  tcp_probe.py connect HOST PORT rtt|stream [BYTES]   on another; prints the result
+
+rtt:    2000 one-byte ping-pongs; prints the median round trip in microseconds.
+stream: both sides send BYTES to each other at once over the one connection (what an allreduce between two hosts
+        does), three times; prints the median seconds. The rig's shaper counts every frame with its headers and the
+        acknowledgements share the link, so this is what a library's transfer can be held against
+        (docs/cluster.md "The rig's TCP reference").
+
+Every wait is bounded (a peer that never comes or stalls ends the probe with a message, never hangs verify)."""
+import socket
+import sys
+import threading
+import time
+
+ACCEPT_TIMEOUT_S = 20
+IO_TIMEOUT_S = 120
+STREAM_REPEATS = 3
+RTT_ROUNDS = 2000
+
+
+def connected(argv):
+    """The probe's connection: accepted (serve) or made (connect), with bounded waits."""
+    if argv[0] == "serve":
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("0.0.0.0", int(argv[1])))
+        listener.listen(1)
+        listener.settimeout(ACCEPT_TIMEOUT_S)
+        conn, _ = listener.accept()
+        listener.close()
+    else:
+        deadline = time.monotonic() + ACCEPT_TIMEOUT_S
+        while True:
+            try:
+                conn = socket.create_connection((argv[1], int(argv[2])), timeout=IO_TIMEOUT_S)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+    conn.settimeout(IO_TIMEOUT_S)
+    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return conn
+
+
+def rtt(conn, serving):
+    if serving:
+        while True:
+            b = conn.recv(1)
+            if not b:
+                return
+            conn.sendall(b)
+    times = []
+    for _ in range(RTT_ROUNDS):
+        t0 = time.perf_counter()
+        conn.sendall(b"x")
+        if not conn.recv(1):
+            sys.exit("tcp_probe: the peer closed the connection")
+        times.append(time.perf_counter() - t0)
+    times.sort()
+    print(f"{times[len(times) // 2] * 1e6:.0f}")
+
+
+def stream(conn, serving, n):
+    def send():
+        view, left = memoryview(bytearray(1 << 20)), n
+        while left > 0:
+            left -= conn.send(view[:min(len(view), left)])
+
+    def receive():
+        buf, left = bytearray(1 << 20), n
+        while left > 0:
+            got = conn.recv_into(buf, min(len(buf), left))
+            if got == 0:
+                sys.exit("tcp_probe: the peer closed the connection early")
+            left -= got
+
+    times = []
+    for _ in range(STREAM_REPEATS):
+        conn.sendall(b"s")  # both sides start within a round trip of each other
+        conn.recv(1)
+        t0 = time.perf_counter()
+        receiver = threading.Thread(target=receive)
+        receiver.start()
+        send()
+        receiver.join()
+        times.append(time.perf_counter() - t0)
+    if not serving:
+        print(sorted(times)[len(times) // 2])
+
+
+def main(argv):
+    if len(argv) < 3 or argv[0] not in ("serve", "connect"):
+        sys.exit(__doc__)
+    serving = argv[0] == "serve"
+    mode_at = 2 if serving else 3
+    mode = argv[mode_at] if len(argv) > mode_at else ""
+    if mode not in ("rtt", "stream"):
+        sys.exit(f"tcp_probe: unknown mode '{mode}' (rtt, stream)")
+    try:
+        conn = connected(argv)
+        if mode == "rtt":
+            rtt(conn, serving)
+        else:
+            stream(conn, serving, int(argv[mode_at + 1]))
+        conn.close()
+    except (OSError, ValueError, IndexError) as e:
+        sys.exit(f"tcp_probe: {e}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
