@@ -39,7 +39,19 @@ step() {  # name, command...
 }
 
 step "up $hosts hosts" bash "$cluster" up --hosts "$hosts" --link 10gbit --watch $$ || true
-step "verify $flavor ${hosts}x$ppn" bash "$cluster" verify --mpi "$flavor" --ppn "$ppn" --bytes 2M --reps 2
+verify_log=$(mktemp)
+trap 'cleanup; rm -f "$verify_log"' EXIT
+step "verify $flavor ${hosts}x$ppn" bash -c 'bash "$1" verify --mpi "$2" --ppn "$3" --bytes 2M --reps 2 > "$4" 2>&1; rc=$?
+                                             cat "$4"; exit $rc' _ "$cluster" "$flavor" "$ppn" "$verify_log"
+# The references verify measures beside its checks (docs/cluster.md "What the rig allows"): the library's
+# point-to-point floor among one rank per host, and on three hosts or more the plain-TCP ring.
+references_printed() {
+  grep -q "$flavor: point-to-point among one rank per host, the bound's bytes: one stream [0-9.]* ms = [0-9.]* x the bound, $((2 * (hosts - 1))) blocking ring steps [0-9.]* ms = [0-9.]* x" "$verify_log" ||
+    { echo "cluster_test: verify printed no point-to-point floor" >&2; return 1; }
+  ((hosts < 3)) || grep -q "TCP ring reference over $hosts hosts: .* = [0-9.]* x the allreduce bound" "$verify_log" ||
+    { echo "cluster_test: verify printed no TCP ring reference" >&2; return 1; }
+}
+step "verify's references $flavor ${hosts}x$ppn" references_printed
 ((failures)) && exit 1
 
 common=(-x "CHECK_FLAVOR=$flavor" -x CHECK_EXPECT_SHIM=1 -x ARSHIM_LOG=warn)

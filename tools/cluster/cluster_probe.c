@@ -6,8 +6,17 @@
  *    it. Rank 0 prints one line per rank and checks that two ranks share a node exactly when they run on the same
  *    (virtual) host, and, with --ppn/--prefix, that rank r runs on host NAME<r / P> (block mapping).
  * 2. Traffic: R allreduces of N bytes of floats, timed; the caller compares the NICs' byte counters before and after.
+ * 3. The library's point-to-point floor among one rank per host (each node's lowest rank; the others wait in a
+ *    barrier, as an allreduce's non-leaders wait), R times each, medians of the slowest host:
+ *    one stream: every host sends 2(H-1)/H x N bytes to the next host while it receives as much from the previous
+ *                one (the bytes the link bound counts, no dependency between them);
+ *    steps:      2(H-1) blocking exchanges of N/H bytes round the same ring, each after the previous one (a ring
+ *                allreduce's dependencies without its reductions).
+ *    What the second costs over the first is what a step costs on this machine (docs/cluster.md "What a step
+ *    costs when the hosts share two cores").
  * Exit status 0 when the node split and every allreduce result are right. */
 #define _DEFAULT_SOURCE /* gethostname under -std=c11 */
+#include <limits.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +26,63 @@
 #include "cli_util.h"
 
 #define NAME_LEN 64
+
+static int by_value(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Section 3 above; prints one line on world rank 0 when there are two hosts or more. */
+static void point_to_point_floor(MPI_Comm node, long bytes, int reps) {
+    int node_rank, world_rank;
+    MPI_Comm_rank(node, &node_rank);
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    MPI_Comm hosts;
+    MPI_Comm_split(MPI_COMM_WORLD, node_rank == 0 ? 0 : MPI_UNDEFINED, world_rank, &hosts);
+    int h = 0;
+    if (hosts != MPI_COMM_NULL) MPI_Comm_size(hosts, &h);
+    MPI_Bcast(&h, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (h < 2 || reps < 1 || 2L * bytes > INT_MAX) {
+        if (hosts != MPI_COMM_NULL) MPI_Comm_free(&hosts);
+        return;
+    }
+    const long block = bytes / h, share = 2L * (h - 1) * block;
+    double *times = calloc(2 * (size_t)reps, sizeof(double));
+    char *out = calloc((size_t)share + 1, 1), *in = calloc((size_t)share + 1, 1);
+    for (int way = 0; way < 2; ++way) {
+        for (int rep = 0; rep < reps; ++rep) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            if (hosts == MPI_COMM_NULL) continue;
+            int r;
+            MPI_Comm_rank(hosts, &r);
+            const int right = (r + 1) % h, left = (r + h - 1) % h;
+            double t = MPI_Wtime();
+            if (way == 0) {
+                MPI_Request q[2];
+                MPI_Irecv(in, (int)share, MPI_BYTE, left, 1, hosts, &q[0]);
+                MPI_Isend(out, (int)share, MPI_BYTE, right, 1, hosts, &q[1]);
+                MPI_Wait(&q[0], MPI_STATUS_IGNORE);
+                MPI_Wait(&q[1], MPI_STATUS_IGNORE);
+            } else {
+                for (int k = 0; k < 2 * (h - 1); ++k)
+                    MPI_Sendrecv(out + k * block, (int)block, MPI_BYTE, right, 2, in + k * block, (int)block,
+                                 MPI_BYTE, left, 2, hosts, MPI_STATUS_IGNORE);
+            }
+            t = MPI_Wtime() - t;
+            MPI_Allreduce(&t, &times[way * reps + rep], 1, MPI_DOUBLE, MPI_MAX, hosts);
+        }
+    }
+    if (world_rank == 0) {
+        qsort(times, (size_t)reps, sizeof(double), by_value);
+        qsort(times + reps, (size_t)reps, sizeof(double), by_value);
+        printf("probe: point-to-point hosts=%d bytes=%ld stream_seconds=%.6f steps_seconds=%.6f\n", h, bytes,
+               times[reps / 2], times[reps + reps / 2]);
+    }
+    free(times);
+    free(out);
+    free(in);
+    if (hosts != MPI_COMM_NULL) MPI_Comm_free(&hosts);
+}
 
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
@@ -113,6 +179,7 @@ int main(int argc, char **argv) {
         if (wrong_all) bad = 1;
     }
     MPI_Bcast(&bad, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    point_to_point_floor(node, bytes, reps);
     free(buf);
     free(hosts_all);
     free(ids);
