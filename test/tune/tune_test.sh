@@ -10,16 +10,18 @@ fail=0
 say_fail() { echo "FAIL $1"; sed 's/^/    /' <<<"$2" | head -40; fail=1; }
 run() { ARSHIM_TEST_TIMEOUT=${TIMEOUT:-180} "$mpirun_sh" "$flavor" "$@" 2>&1; }
 
+# A policy file of one rule that matches every call: one_rule_policy FILE NAME 'key = value'...
+one_rule_policy() {
+  local file=$1 name=$2
+  shift 2
+  printf 'version = 1\n[[rule]]\nname = "%s"\n' "$name" >"$file"
+  printf '%s\n' "$@" >>"$file"
+}
+
 # A deliberately bad policy: every call on the pipelined path in 1 KiB segments, one at a time (the slowest path
 # measured here by far at 64 KiB and more).
-cat >"$tmp/bad.toml" <<'TOML'
-version = 1
-[[rule]]
-name = "deliberately bad: 1 KiB segments, one in flight"
-path = "pipelined"
-segment_bytes = "1K"
-window = 1
-TOML
+one_rule_policy "$tmp/bad.toml" "deliberately bad: 1 KiB segments, one in flight" 'path = "pipelined"' \
+  'segment_bytes = "1K"' 'window = 1'
 
 # 1. online: the bad choice is replaced wherever another candidate separated from it; every result right. 45 calls
 # per size: online decides within 42 (docs/tuning.md), also when a loaded machine makes it take every round.
@@ -46,13 +48,7 @@ fi
 # The test library makes every rank see two leaders 100 ms slower than they ran: guard must then leave them, for one
 # leader or the library, in every key it decides; without that skew the candidates still list one leader. On one
 # node the same policy gets no leader candidate (guard is the policy against the library there).
-cat >"$tmp/two-leaders.toml" <<'TOML'
-version = 1
-[[rule]]
-name = "every call: multi-leader, two leaders"
-path = "multileader"
-leaders = 2
-TOML
+one_rule_policy "$tmp/two-leaders.toml" "every call: multi-leader, two leaders" 'path = "multileader"' 'leaders = 2'
 out=$(TIMEOUT=150 run 4 "$test_lib" ARSHIMTEST_KERNEL_FAULT=none ARSHIMTEST_TUNE_SLOW_LEADERS=2 ARSHIM_VIRTUAL_PPN=2 \
       ARSHIM_POLICY="$tmp/two-leaders.toml" ARSHIM_TUNE=guard ARSHIM_LOG=info -- "$prog" --calls 40 --max 1048576)
 rc=$?
@@ -76,14 +72,8 @@ fi
 # segments). The test library makes every rank see the policy's 1 MiB segments 100 ms slower than they ran: guard
 # must time the small segments in every decided key from 1 MiB and keep the policy's segments in none of them;
 # below 1 MiB the small segments are no candidate.
-cat >"$tmp/large-segments.toml" <<'TOML'
-version = 1
-[[rule]]
-name = "every call: pipelined, 1 MiB segments"
-path = "pipelined"
-segment_bytes = "1M"
-window = 8
-TOML
+one_rule_policy "$tmp/large-segments.toml" "every call: pipelined, 1 MiB segments" 'path = "pipelined"' \
+  'segment_bytes = "1M"' 'window = 8'
 out=$(TIMEOUT=150 run 4 "$test_lib" ARSHIMTEST_KERNEL_FAULT=none ARSHIMTEST_TUNE_SLOW_SEGMENTS=1048576 ARSHIM_VIRTUAL_PPN=2 \
       ARSHIM_POLICY="$tmp/large-segments.toml" ARSHIM_TUNE=guard ARSHIM_LOG=info -- "$prog" --calls 40 --max 4194304)
 rc=$?
