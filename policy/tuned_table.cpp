@@ -129,6 +129,14 @@ std::vector<double> corrections(const std::vector<Measurement>& measured, const 
     return out;
 }
 
+// Whether the multi-leader path's inter-node step is another algorithm on `to_nodes` than on `from_nodes` at this
+// size (ARShim's ring where the node count is not a power of two, the library's allreduce elsewhere: cost_model.h).
+bool internode_step_changes(const Decision& d, uint32_t from_nodes, uint32_t to_nodes, uint32_t ppn, uint64_t bytes) {
+    if (d.path != Path::multileader) return false;
+    const uint64_t partition = bytes / std::clamp<uint32_t>(d.leaders, 1, std::max<uint32_t>(ppn, 1));
+    return model::internode_ring_auto(from_nodes, partition) != model::internode_ring_auto(to_nodes, partition);
+}
+
 }  // namespace
 
 std::vector<Decision> candidates_for(const std::vector<Measurement>& measured, uint32_t ppn) {
@@ -351,6 +359,18 @@ Result build(const Request& request) {
                 });
                 point.evidence = EvidenceKind::predicted;
                 point.decision = from != points.end() ? from->decision : options[0];
+                // A calibration describes the algorithms run where it was measured. Where the multi-leader path's
+                // inter-node step is another one here (ARShim's ring on 3 nodes, the library's allreduce on 2, which
+                // under Open MPI is slow between two leaders), nothing measured says how the options compare: the
+                // rules after the table decide. (Carried, Open MPI's segmented decisions from 2 x 2 ran 1.32-1.34x
+                // the best at 8 and 64 MiB on 3 x 2, where two leaders on the ring ran within 4% of it.)
+                const uint32_t here_nodes = nodes, here_ppn = ppn;  // (a lambda cannot capture a structured binding)
+                if (std::any_of(carry_options.begin(), carry_options.end(), [&](const Decision& d) {
+                        return internode_step_changes(d, carry_nodes, here_nodes, here_ppn, shape.bytes);
+                    })) {
+                    ++result.points_deferred;
+                    continue;
+                }
                 const std::vector<double> scale = corrections(request.measured, fitted.params, request.flavor,
                                                               carry_nodes, ppn, shape.bytes, carry_options);
                 auto calibrated = [&](std::size_t i) {

@@ -157,8 +157,14 @@ TEST_CASE("tuned table: measured decisions carry to node counts near the measure
     for (uint32_t nodes : {2u, 3u, 4u, 8u}) {
         INFO("nodes " << nodes);
         const Decision ppn4 = decide(result.toml, 4 << 20, nodes, 4);
-        CHECK(ppn4.path == Path::multileader);
-        CHECK(ppn4.leaders == 2);
+        if (nodes == 3) {
+            // The leaders' inter-node step is ARShim's ring on 3 nodes from 64 KiB partitions, the library's
+            // allreduce on 2: no carried rule there (next test).
+            CHECK(ppn4.rule < 0);
+        } else {
+            CHECK(ppn4.path == Path::multileader);
+            CHECK(ppn4.leaders == 2);
+        }
         CHECK(decide(result.toml, 1024, nodes, 4).leaders == 1);
     }
     const Decision ppn1 = decide(result.toml, 4 << 20, 2, 1);
@@ -177,37 +183,43 @@ TEST_CASE("tuned table: measured decisions carry to node counts near the measure
     CHECK(result.points_measured > 0);
 }
 
-TEST_CASE("tuned table: a carried decision yields where the calibrated model sees the structure change", "[tuned]") {
-    // Timings made by the model itself (hand-picked parameters, all "probed" so the fit stays on them), on 2 nodes
-    // x 2 at 4 MiB: segmented 256 KiB 40.0 ms, two leaders 41.4 ms, native 57.7 ms: the segmented path wins there.
-    // On 3 nodes the libraries fold the third node's ranks in and out (cost_model.cpp), and the multi-leader path's
-    // inter-node step goes round ARShim's ring: predicted segmented 80.7 ms, two leaders 52.1 ms. The carried
-    // segmented decision yields to two leaders on 3 nodes; on 4 (a power of two, 55.9 vs 57.5 ms) it stays.
+TEST_CASE("tuned table: no carried rule where the multi-leader path's inter-node step changes", "[tuned]") {
+    // Timings made by the model itself (hand-picked parameters, all "probed"), on 1 and 2 nodes x 2 at 1, 4 and
+    // 16 MiB: the segmented path (256 KiB) and two leaders, the two leaders on 2 nodes 1.6x slower than predicted
+    // (Open MPI's allreduce between two leaders, measured at 1.4-2x the bound on the rig); one node as predicted, so
+    // the fit keeps the node phases' parameters. The segmented path wins on 2 nodes. On 3 nodes the two leaders'
+    // inter-node step goes round ARShim's ring, not the library's allreduce that made them slow there: nothing
+    // measured compares the options, and the table leaves those sizes to the rules after it (the old code carried
+    // the segmented path: the 1.6x calibration kept the leaders behind). On 4 nodes (a power of two: the library's
+    // allreduce again) the carried decision stays a rule.
     model::MachineParams m;
     m.copy_bw = 1e9, m.intra_latency = 1e-6, m.gamma = 2e9, m.alpha = 1e-5, m.net_bw = 1e8, m.stream_gain = 2;
     tuned::Request r;
     r.max_bytes = 16 << 20;
-    r.predict_nodes = {2, 3, 4};
+    r.predict_nodes = {1, 2, 3, 4};
     r.probed_params = m;
     r.probed = model::kCopyBw | model::kIntraLatency | model::kGamma | model::kAlpha | model::kNetBw;
     const Decision segmented = pipelined(256 << 10, 8), two = multileader(2, 1);
     for (uint64_t bytes : {uint64_t{1} << 20, uint64_t{4} << 20, uint64_t{16} << 20})
-        for (const Decision& d : {segmented, two}) {
-            const model::Shape shape{bytes, 2, 2};
-            const double us = model::predict(m, shape, d, Flavor::mpich) * 1e6;
-            const double native = model::native_time(m, shape, Flavor::mpich) * 1e6;
-            tuned::Measurement x = at(bytes, d, us, us * 0.005, native, native * 0.005);
-            x.nodes = 2, x.ppn = 2;
-            r.measured.push_back(x);
-        }
+        for (const Decision& d : {segmented, two})
+            for (uint32_t nodes : {1u, 2u}) {
+                const model::Shape shape{bytes, 2, static_cast<int>(nodes)};
+                const double slow = nodes == 2 && d.path == Path::multileader ? 1.6 : 1;
+                const double us = model::predict(m, shape, d, Flavor::mpich) * 1e6 * slow;
+                const double native = model::native_time(m, shape, Flavor::mpich) * 1e6;
+                tuned::Measurement x = at(bytes, d, us, us * 0.005, native, native * 0.005);
+                x.nodes = nodes, x.ppn = 2;
+                r.measured.push_back(x);
+            }
     const tuned::Result result = tuned::build(r);
     INFO(result.toml);
     REQUIRE(read_table(result.toml, "tuned").problems.empty());
     CHECK(decide(result.toml, 4 << 20, 2, 2).path == Path::pipelined);
-    const Decision three = decide(result.toml, 4 << 20, 3, 2);
-    CHECK(three.path == Path::multileader);
-    CHECK(three.leaders == 2);
-    CHECK(decide(result.toml, 4 << 20, 4, 2).path == Path::pipelined);
+    CHECK(decide(result.toml, 4 << 20, 3, 2).rule < 0);
+    CHECK(decide(result.toml, 16 << 20, 3, 2).rule < 0);
+    const Decision four = decide(result.toml, 4 << 20, 4, 2);
+    CHECK(four.rule >= 0);
+    CHECK(four.path == Path::pipelined);
 }
 
 TEST_CASE("tuned table: carried decisions are rules only when positive and not contradicted by the model", "[tuned]") {
