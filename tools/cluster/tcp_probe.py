@@ -86,8 +86,29 @@ def receive_exactly(conn, n):
     while left > 0:
         got = conn.recv_into(buf, min(len(buf), left))
         if got == 0:
-            sys.exit("tcp_probe: the peer closed the connection early")
+            raise OSError("the peer closed the connection early")
         left -= got
+
+
+def timed_exchange(outgoing, incoming, n):
+    """Seconds to send n bytes on `outgoing` while n arrive on `incoming` (another thread); a failed receive fails
+    the probe (an exception in the thread alone would leave a time that measured nothing)."""
+    failure = []
+
+    def receive():
+        try:
+            receive_exactly(incoming, n)
+        except OSError as e:
+            failure.append(e)
+
+    t0 = time.perf_counter()
+    receiver = threading.Thread(target=receive)
+    receiver.start()
+    send_exactly(outgoing, n)
+    receiver.join()
+    if failure:
+        raise failure[0]
+    return time.perf_counter() - t0
 
 
 def stream(conn, serving, n):
@@ -95,12 +116,7 @@ def stream(conn, serving, n):
     for _ in range(STREAM_REPEATS):
         conn.sendall(b"s")  # both sides start within a round trip of each other
         conn.recv(1)
-        t0 = time.perf_counter()
-        receiver = threading.Thread(target=receive_exactly, args=(conn, n))
-        receiver.start()
-        send_exactly(conn, n)
-        receiver.join()
-        times.append(time.perf_counter() - t0)
+        times.append(timed_exchange(conn, conn, n))
     if not serving:
         print(sorted(times)[len(times) // 2])
 
@@ -125,12 +141,7 @@ def ring(index, hosts, port, next_host, n):
             sys.exit("tcp_probe: the ring's start token did not arrive")
         if index != 0:
             to_next.sendall(b"s")
-        t0 = time.perf_counter()
-        receiver = threading.Thread(target=receive_exactly, args=(incoming, share))
-        receiver.start()
-        send_exactly(to_next, share)
-        receiver.join()
-        times.append(time.perf_counter() - t0)
+        times.append(timed_exchange(to_next, incoming, share))
     print(" ".join(f"{t:.6f}" for t in times))
     to_next.close()
     incoming.close()
