@@ -27,11 +27,6 @@
 
 #define NAME_LEN 64
 
-static int by_value(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* Section 3 above; prints one line on world rank 0 when there are two hosts or more. */
 static void point_to_point_floor(MPI_Comm node, long bytes, int reps) {
     int node_rank, world_rank;
@@ -73,10 +68,9 @@ static void point_to_point_floor(MPI_Comm node, long bytes, int reps) {
         }
     }
     if (world_rank == 0) {
-        qsort(times, (size_t)reps, sizeof(double), by_value);
-        qsort(times + reps, (size_t)reps, sizeof(double), by_value);
-        printf("probe: point-to-point hosts=%d bytes=%ld stream_seconds=%.6f steps_seconds=%.6f\n", h, bytes,
-               times[reps / 2], times[reps + reps / 2]);
+        const double stream = cli_median(times, reps), steps = cli_median(times + reps, reps);
+        printf("probe: point-to-point hosts=%d bytes=%ld stream_seconds=%.6f steps_seconds=%.6f\n", h, bytes, stream,
+               steps);
     }
     free(times);
     free(out);
