@@ -60,11 +60,20 @@ bool same_choice(const policy::Decision& a, const policy::Decision& b) {
     }
 }
 
-// Guard's small-segment candidate across nodes (candidates()): 64 KiB segments, 16 in flight (1 MiB on the wire),
-// for calls of 1 MiB or more.
+// Guard's small-segment candidate across nodes (candidates()), for calls of 1 MiB or more: 256 KiB on the wire
+// under both libraries, in the smallest segments each library's MPI_Iallreduce still reduces-scatters. Measured on
+// 2 x 2 emulated hosts at 1 Gbit/s, 1-64 MiB, time / link bound (docs/cluster.md "Small segments across nodes"):
+// MPICH 32 KiB x 8 1.09-1.18 against 64 KiB x 16 1.19-1.39 (32 KiB x 32 1.11-1.28, 16 KiB 1.27-1.51); Open MPI
+// 64 KiB x 4 1.07-1.09 against x 16 1.07-1.18 (below 64 KiB libnbc sends a segment through a binomial tree:
+// 2.1x the bound).
 constexpr uint64_t kSmallSegmentsFromBytes = uint64_t{1} << 20;
+#if defined(ARSHIM_FLAVOR_OPENMPI)
 constexpr uint64_t kSmallSegmentBytes = 64 * 1024;
-constexpr uint32_t kSmallSegmentWindow = 16;
+constexpr uint32_t kSmallSegmentWindow = 4;
+#else
+constexpr uint64_t kSmallSegmentBytes = 32 * 1024;
+constexpr uint32_t kSmallSegmentWindow = 8;
+#endif
 
 uint64_t pow2_at_least(uint64_t v) {
     uint64_t p = 1;
@@ -104,10 +113,10 @@ int candidates(const CommContext& ctx, const policy::Decision& chosen, uint64_t 
             add_candidate(ctx, fewer, out, n);
         }
         // So does how small the pieces in flight across nodes should be: on 2 x 2 emulated hosts at 1 Gbit/s the
-        // pipelined path with 64 KiB segments, 16 in flight, beat the policy's choice from 4 MiB under both MPIs
-        // (MPICH's two leaders by 9-10%), while at 10 Gbit/s it took 1.5x as long as MPICH's two leaders, and on
-        // 3 x 2 hosts at 1 Gbit/s 1.5-1.8x as long as one leader under MPICH and level under Open MPI (docs/cluster.md
-        // "Small segments across nodes"). So from 1 MiB across nodes guard tries them too.
+        // pipelined path with small segments beat the policy's choice from 1 MiB under both MPIs (MPICH's two
+        // leaders by 10-30%), while at 10 Gbit/s it took 1.5x as long as MPICH's two leaders, and on 3 x 2 hosts at
+        // 1 Gbit/s 1.5-1.8x as long as one leader under MPICH and level under Open MPI (docs/cluster.md "Small
+        // segments across nodes"). So from 1 MiB across nodes guard tries them too.
         if ((chosen.path == policy::Path::pipelined || chosen.path == policy::Path::multileader) &&
             ctx.node_count > 1 && bytes >= kSmallSegmentsFromBytes) {
             policy::Decision small = chosen;

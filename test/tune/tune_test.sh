@@ -68,10 +68,11 @@ if ! grep -q "check_tune: 0 wrong results" <<<"$out" || [[ $one_node -lt 2 ]] ||
 else echo "ok: guard on one node: the policy against the library only ($one_node keys)"
 fi
 
-# 2c. guard across nodes also tries 64 KiB segments, 16 in flight, from 1 MiB (2 x 2 virtual nodes, a policy of 1 MiB
-# segments). The test library makes every rank see the policy's 1 MiB segments 100 ms slower than they ran: guard
-# must time the small segments in every decided key from 1 MiB and keep the policy's segments in none of them;
-# below 1 MiB the small segments are no candidate.
+# 2c. guard across nodes also tries small segments from 1 MiB, 256 KiB in flight (MPICH 32 KiB x 8, Open MPI 64 KiB x
+# 4; shim/tune/online.cpp), on 2 x 2 virtual nodes with a policy of 1 MiB segments. The test library makes every rank
+# see the policy's 1 MiB segments 100 ms slower than they ran: guard must time the small segments in every decided
+# key from 1 MiB and keep the policy's segments in none of them; below 1 MiB the small segments are no candidate.
+if [[ $flavor == openmpi ]]; then small_segments="segment_bytes=64K window=4"; else small_segments="segment_bytes=32K window=8"; fi
 one_rule_policy "$tmp/large-segments.toml" "every call: pipelined, 1 MiB segments" 'path = "pipelined"' \
   'segment_bytes = "1M"' 'window = 8'
 out=$(TIMEOUT=150 run 4 "$test_lib" ARSHIMTEST_KERNEL_FAULT=none ARSHIMTEST_TUNE_SLOW_SEGMENTS=1048576 ARSHIM_VIRTUAL_PPN=2 \
@@ -80,13 +81,13 @@ rc=$?
 big='tuned MPI_FLOAT MPI_SUM, (1048576|4194304) B on a communicator of 4 ranks \(2 node\(s\) x 2\): '
 decided_big=$(grep -cE "$big" <<<"$out")
 kept_large=$(grep -E "${big}pipelined segment_bytes=1M " <<<"$out" | grep -c .)
-timed_small=$(grep -E "$big" <<<"$out" | grep -cE "pipelined segment_bytes=64K window=16[^:]*: [0-9.]+ us")
+timed_small=$(grep -E "$big" <<<"$out" | grep -cE "pipelined $small_segments[^:]*: [0-9.]+ us")
 small_below=$(grep -E "tuned MPI_FLOAT MPI_SUM, [0-9]+ B on a communicator of 4 ranks" <<<"$out" | grep -vE "$big" |
-              grep -c "segment_bytes=64K window=16")
+              grep -c "$small_segments")
 if [[ $rc -ne 0 ]] || ! grep -q "check_tune: 0 wrong results" <<<"$out" || [[ $decided_big -ne 2 || $kept_large -ne 0 ||
       $timed_small -ne 2 || $small_below -ne 0 ]]; then
-  say_fail "guard across 2 virtual nodes, 1 MiB segments made slow: expected 64 KiB segments timed in both keys from 1 MiB, the policy's segments kept in neither, no small-segment candidate below 1 MiB (decided $decided_big, kept 1M $kept_large, 64K timed $timed_small, 64K below 1 MiB $small_below; exit $rc)" "$out"
-else echo "ok: guard across nodes tries 64 KiB segments from 1 MiB: both keys timed them, none kept the slow policy"
+  say_fail "guard across 2 virtual nodes, 1 MiB segments made slow: expected small segments ($small_segments) timed in both keys from 1 MiB, the policy's segments kept in neither, no small-segment candidate below 1 MiB (decided $decided_big, kept 1M $kept_large, small timed $timed_small, small below 1 MiB $small_below; exit $rc)" "$out"
+else echo "ok: guard across nodes tries small segments ($small_segments) from 1 MiB: both keys timed them, none kept the slow policy"
   grep "tuned MPI_FLOAT MPI_SUM, 4194304 B" <<<"$out" | cut -c1-220 | sed 's/^/    /'
 fi
 
