@@ -25,16 +25,23 @@ constexpr int kWarmupCalls = 1;
 constexpr int kSamplesPerRound = 3;
 constexpr int kMaxRounds = 2;
 constexpr int kMaxSamples = kSamplesPerRound * kMaxRounds;
+// A candidate this much slower than a round's fastest, beyond both spreads, is not sampled in later rounds
+// (outpaced()): 3 samples each can order a 20% difference wrongly (verdict()), so the margin is larger than that, and
+// the calls a later round would give such a candidate are the dearest of the exploration: on 3 x 2 emulated hosts at
+// 1 Gbit/s the library's allreduce and guard's small segments took 1.3-2.7x the built-in choice's time
+// (docs/cluster.md "Each library's own small segments").
+constexpr float kOutpacedRatio = 1.3f;
 
 struct Exploration {
     uint8_t candidates = 0;  // how many (1..kMaxCandidates); 0 = not exploring
     uint8_t next = 0;        // the candidate the next call tries
     uint8_t round = 0;       // rounds completed
     uint8_t excluded = 0;    // bit per candidate whose path declined (a decline is agreed by every rank)
+    uint8_t outpaced = 0;    // bit per candidate left out of later rounds (outpaced(): agreed figures only)
     uint8_t calls[kMaxCandidates] = {};  // calls made per candidate, warm-up included
     float samples[kMaxCandidates][kMaxSamples] = {};  // microseconds
 
-    bool active(int c) const { return c < candidates && !(excluded >> c & 1u); }
+    bool active(int c) const { return c < candidates && !((excluded | outpaced) >> c & 1u); }
     int wanted() const { return kWarmupCalls + (round + 1) * kSamplesPerRound; }
     // Whether every active candidate has its samples for this round: the point where the ranks agree.
     bool round_complete() const {
@@ -107,6 +114,25 @@ inline int verdict(const float* median, const float* spread, int candidates, uin
             if (c != best && !(excluded >> c & 1u) && median[c] - median[best] <= std::max(spread[c], spread[best]))
                 return -1;
     return best;
+}
+
+// After a round without a verdict: the candidates later rounds leave out, as a bit mask over `candidates` (those in
+// `inactive` are left alone). Never the policy's choice (the verdict measures everything against it) and never the
+// round's fastest; any other candidate slower than the fastest by more than either's spread and by kOutpacedRatio
+// cannot win the next round's verdict unless its 3 samples were far off, and the verdict leaves it out.
+inline uint8_t outpaced(const float* median, const float* spread, int candidates, uint8_t inactive) {
+    int best = -1;
+    for (int c = 0; c < candidates; ++c)
+        if (!(inactive >> c & 1u) && (best < 0 || median[c] < median[best])) best = c;
+    uint8_t out = 0;
+    if (best < 0) return out;
+    for (int c = 1; c < candidates; ++c) {
+        if (c == best || inactive >> c & 1u) continue;
+        if (median[c] - median[best] > std::max(spread[c], spread[best]) &&
+            median[c] > kOutpacedRatio * median[best])
+            out = static_cast<uint8_t>(out | (1u << c));
+    }
+    return out;
 }
 
 // Starts the second stage of online tuning (docs/tuning.md): candidate 0 is the first stage's winner `c` of `from`

@@ -148,3 +148,30 @@ TEST_CASE("every round ends on the policy's choice: the agreement rides on its c
     CHECK(ex.calls[1] == ex.wanted());
     CHECK(ex.calls[2] == ex.wanted());
 }
+
+TEST_CASE("a candidate outpaced beyond the noise is not sampled in later rounds", "[tune]") {
+    // Candidate 1 (say, one leader) beats the policy's choice within the noise, so the verdict wants another round;
+    // candidates 2 and 3 (the library, small segments) are 2x and 1.5x slower than it, well beyond the spreads.
+    const float median[] = {100, 95, 190, 150}, spread[] = {6, 6, 5, 5};
+    REQUIRE(verdict(median, spread, 4, 0, false) == -1);
+    CHECK(outpaced(median, spread, 4, 0) == 0b1100);
+    // Never the policy's choice, never the fastest, and not a candidate within kOutpacedRatio or within the noise.
+    const float slow_policy[] = {300, 100, 120, 125}, wide[] = {1, 1, 1, 40};
+    CHECK(outpaced(slow_policy, wide, 4, 0) == 0);
+    CHECK(outpaced(median, spread, 4, 0b0100) == 0b1000);  // an inactive candidate is left alone
+
+    // The schedule: the next round samples only candidates 0 and 1.
+    Exploration ex;
+    ex.candidates = 4;
+    const float times[] = {100, 95, 190, 150};
+    run_round(ex, times);
+    ex.outpaced = outpaced(median, spread, 4, ex.excluded);
+    ex.next_round();
+    CHECK(run_round(ex, times) == 2 * kSamplesPerRound);
+    CHECK(ex.calls[2] == kWarmupCalls + kSamplesPerRound);
+    CHECK(ex.calls[3] == kWarmupCalls + kSamplesPerRound);
+    // Left out of the verdict too: an outpaced candidate never wins, whatever its old median says.
+    const float later[] = {100, 80, 50, 150};
+    CHECK(verdict(later, spread, 4, ex.excluded | ex.outpaced, true) == 1);
+    CHECK(verdict(later, spread, 4, ex.excluded, true) == 2);
+}
