@@ -63,8 +63,8 @@ bool same_choice(const policy::Decision& a, const policy::Decision& b) {
 // Guard's small-segment candidate across nodes (candidates()), for calls of 1 MiB or more: 256 KiB on the wire
 // under both libraries, in the smallest segments each library's MPI_Iallreduce still reduces-scatters. Measured on
 // 2 x 2 emulated hosts at 1 Gbit/s, 1-64 MiB, time / link bound (docs/cluster.md "Small segments across nodes"):
-// MPICH 32 KiB x 8 1.09-1.18 against 64 KiB x 16 1.19-1.39 (32 KiB x 32 1.11-1.28, 16 KiB 1.27-1.51); Open MPI
-// 64 KiB x 4 1.07-1.09 against x 16 1.07-1.18 (below 64 KiB libnbc sends a segment through a binomial tree:
+// MPICH 32 KiB x 8 1.09-1.18 against 64 KiB x 16 1.19-1.48 (32 KiB x 32 1.11-1.28, 16 KiB 1.27-1.51); Open MPI
+// 64 KiB x 4 1.07-1.10 against x 16 1.07-1.19 (below 64 KiB libnbc sends a segment through a binomial tree:
 // 2.1x the bound).
 constexpr uint64_t kSmallSegmentsFromBytes = uint64_t{1} << 20;
 #if defined(ARSHIM_FLAVOR_OPENMPI)
@@ -114,9 +114,9 @@ int candidates(const CommContext& ctx, const policy::Decision& chosen, uint64_t 
         }
         // So does how small the pieces in flight across nodes should be: on 2 x 2 emulated hosts at 1 Gbit/s the
         // pipelined path with small segments beat the policy's choice from 1 MiB under both MPIs (MPICH's two
-        // leaders by 10-30%), while at 10 Gbit/s it took 1.5x as long as MPICH's two leaders, and on 3 x 2 hosts at
-        // 1 Gbit/s 1.5-1.8x as long as one leader under MPICH and level under Open MPI (docs/cluster.md "Small
-        // segments across nodes"). So from 1 MiB across nodes guard tries them too.
+        // leaders by 10-30%), while at 10 Gbit/s they took 1.5-2x as long as the built-in choice, and on 3 x 2 and
+        // 4 x 2 hosts at 1 Gbit/s 1.1-2.1x as long (docs/cluster.md "Small segments across nodes"). So from 1 MiB
+        // across nodes guard tries them too.
         if ((chosen.path == policy::Path::pipelined || chosen.path == policy::Path::multileader) &&
             ctx.node_count > 1 && bytes >= kSmallSegmentsFromBytes) {
             policy::Decision small = chosen;
