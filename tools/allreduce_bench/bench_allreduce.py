@@ -12,6 +12,7 @@ import csv
 import io
 import json
 import os
+import re
 import shlex
 import statistics
 import subprocess
@@ -115,10 +116,15 @@ def configurations(flavor, np_, names):
                                           [])
     if not names:
         return all_configs
+    # Any other segment size and window as pipelined-<size>-w<window> (e.g. pipelined-48K-w6): sweeps need no edit.
+    for n in names:
+        m = re.fullmatch(r"pipelined-([1-9][0-9]*[KM]?)-w([1-9][0-9]?)", n)
+        if m and n not in all_configs:
+            all_configs[n] = segments(m.group(1), int(m.group(2)))
     unknown = [n for n in names if n not in all_configs and not n.startswith("peer-")]
     if unknown:
         sys.exit(f"bench_allreduce: unknown configuration(s) {', '.join(unknown)}; "
-                 f"allowed: {', '.join(all_configs)}")
+                 f"allowed: {', '.join(all_configs)}, pipelined-<size>-w<window> (e.g. pipelined-48K-w6)")
     return {n: all_configs[n] for n in names if n in all_configs}
 
 
