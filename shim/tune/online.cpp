@@ -269,9 +269,9 @@ void report(CommContext& ctx, CommContext::KeyBook& book, int c, double seconds,
     PMPI_Allreduce(MPI_IN_PLACE, agreed, 2 * kMaxCandidates, MPI_FLOAT, MPI_MAX, ctx.comm);
     const float* median = agreed;
     const float* spread = agreed + kMaxCandidates;
-    const int v = verdict(median, spread, n, ex.excluded | ex.outpaced, ex.round + 1 >= kMaxRounds);
+    const int v = verdict(median, spread, n, ex.inactive(), ex.round + 1 >= kMaxRounds);
     if (v < 0) {
-        ex.outpaced = static_cast<uint8_t>(ex.outpaced | outpaced(median, spread, n, ex.excluded | ex.outpaced));
+        ex.outpaced = static_cast<uint8_t>(ex.outpaced | outpaced(median, spread, n, ex.inactive()));
         ex.next_round();
         return;
     }

@@ -41,7 +41,8 @@ struct Exploration {
     uint8_t calls[kMaxCandidates] = {};  // calls made per candidate, warm-up included
     float samples[kMaxCandidates][kMaxSamples] = {};  // microseconds
 
-    bool active(int c) const { return c < candidates && !((excluded | outpaced) >> c & 1u); }
+    uint8_t inactive() const { return static_cast<uint8_t>(excluded | outpaced); }  // no more calls, no verdict
+    bool active(int c) const { return c < candidates && !(inactive() >> c & 1u); }
     int wanted() const { return kWarmupCalls + (round + 1) * kSamplesPerRound; }
     // Whether every active candidate has its samples for this round: the point where the ranks agree.
     bool round_complete() const {

@@ -172,6 +172,6 @@ TEST_CASE("a candidate outpaced beyond the noise is not sampled in later rounds"
     CHECK(ex.calls[3] == kWarmupCalls + kSamplesPerRound);
     // Left out of the verdict too: an outpaced candidate never wins, whatever its old median says.
     const float later[] = {100, 80, 50, 150};
-    CHECK(verdict(later, spread, 4, ex.excluded | ex.outpaced, true) == 1);
+    CHECK(verdict(later, spread, 4, ex.inactive(), true) == 1);
     CHECK(verdict(later, spread, 4, ex.excluded, true) == 2);
 }
