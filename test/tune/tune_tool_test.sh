@@ -31,6 +31,23 @@ elif ! grep -qE '^probed = ".*copy_bw=[0-9.e+]+ .*gamma=[0-9.e+]+ intra_latency=
 else echo "ok: arshim tune wrote a clean table: $(grep -c '^\[\[rule' "$tmp/tuned.toml") rules; $(grep -o 'model: .*' <<<"$out")"
 fi
 
+# Every win on a short call (the library's median below 1 ms) was measured again in a launch of its own (round 1),
+# unless the tuner said the budget left it unconfirmed.
+unconfirmed=$(python3 - "$tmp/tuned.toml.state.json" <<'PY'
+import json, sys
+ms = json.load(open(sys.argv[1]))["measurements"]
+key = lambda m: tuple(sorted((k, v) for k, v in m.items() if k in ("path", "leaders", "pipeline_k", "segments",
+                                                                    "segment_bytes", "window", "nodes", "ppn", "bytes")))
+again = {key(m) for m in ms if m.get("round") == 1}
+wins = [m for m in ms if m.get("round", 0) == 0 and m["p75"] < m["native_p25"] and m["native"] < 1000]
+print(f"{len(wins)} {sum(1 for m in wins if key(m) not in again)}")
+PY
+)
+if [[ $unconfirmed != *" 0" ]] && ! grep -q "unconfirmed" <<<"$out"; then
+  say_fail "arshim tune: expected every win on a short call measured again in a confirming launch ($unconfirmed)" "$out"
+else echo "ok: wins on short calls confirmed in launches of their own (wins, unconfirmed: $unconfirmed)"
+fi
+
 explained=$("$arshim" policy explain --policy "$tmp/tuned.toml" --bytes 100K --ppn 2 --nodes 1 --mpi "$flavor" 2>&1)
 if ! grep -q "^evidence:" <<<"$explained" || ! grep -q "^predicted ($flavor" <<<"$explained" ||
    ! grep -qE "^  native +[0-9.]+ us" <<<"$explained"; then
@@ -46,7 +63,7 @@ else echo "ok: a job with the tuned table: right results"
 fi
 
 again=$(timeout 600 "$arshim" tune --resume --out "$tmp/tuned.toml" --budget 30s --max 256K -- "${launcher[@]}" 2>&1)
-if [[ $? -ne 0 ]] || ! grep -q "resuming" <<<"$again" || grep -q "\[coarse" <<<"$again"; then
+if [[ $? -ne 0 ]] || ! grep -q "resuming" <<<"$again" || grep -q "\[coarse\|\[confirm" <<<"$again"; then
   say_fail "arshim tune --resume: expected no coarse run again" "$again"
 else echo "ok: --resume measures nothing again"
 fi

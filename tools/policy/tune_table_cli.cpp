@@ -64,6 +64,7 @@ tuned::Request read_request(const std::string& file) {
         x.native_p25_us = m.at("native_p25").get<double>();
         x.native_us = m.at("native").get<double>();
         x.native_p75_us = m.at("native_p75").get<double>();
+        x.launch_round = m.value("round", 0u);  // 1: the tuner's confirming launch (tuned_table.h)
         if (x.nodes == 0 || x.ppn == 0 || !(x.median_us > 0) || !(x.native_us > 0))
             throw std::runtime_error("a measurement with no layout or no time");
         r.measured.push_back(x);

@@ -32,6 +32,10 @@ import time
 import types
 
 SIZES_COARSE = [8, 128, 2048, 16 << 10, 128 << 10, 1 << 20, 8 << 20, 64 << 20]
+# A win on calls shorter than this (the library's median, microseconds) is measured again in a launch of its own
+# before the table takes it: a launch's state moves such calls by up to 2x (docs/tuning.md "arshim tune"), and the
+# second launch costs little there.
+CONFIRM_BELOW_US = 1000.0
 
 
 class TuneError(Exception):
@@ -210,9 +214,9 @@ class Tuner:
             raise TuneError(f"{name}: the probe printed no layout: {shlex.join(cmd)}")
         return layout, rows, params
 
-    def measure(self, jobs, phase):
+    def measure(self, jobs, phase, launch_round=0):
         """Runs (name, settings, decision, sizes, shape) jobs in order while the budget lasts, with progress and
-        ETA."""
+        ETA; their measurements are marked with `launch_round` (1: a confirming launch, tuned_table.h)."""
         for i, (name, settings, decision, sizes, shape) in enumerate(jobs):
             key = f"{phase}:{name}:{','.join(map(str, sizes))}" + ("" if shape == "all" else f":{shape}")
             if key in self.state["runs_done"]:
@@ -238,7 +242,7 @@ class Tuner:
                           "(declined); not a candidate there", file=sys.stderr)
                     continue
                 m = dict(decision)
-                m.update(nodes=layout["nodes"], ppn=layout["ppn"], **{k: r[k] for k in (
+                m.update(nodes=layout["nodes"], ppn=layout["ppn"], round=launch_round, **{k: r[k] for k in (
                     "bytes", "p25", "median", "p75", "native_p25", "native", "native_p75")})
                 self.state["measurements"].append(m)
             self.state["runs_done"].append(key)
@@ -302,21 +306,30 @@ class Tuner:
         coarse = [s for s in SIZES_COARSE if s <= self.args.max]
         # Phase 1 runs whole even past the budget: without it there is no table.
         self.measure(jobs_at(lambda shape: coarse), "coarse")
-        # Phase 2: where the fitted model's ranking changes, and the user's own sizes, per shape.
-        p = self.policy_tool("--samples", self.request(), "--crossovers")
-        fit = json.loads(p.stdout)
-        user_sizes = set(self.stats_sizes())
-        refine = {}
-        for shape, (nodes, ppn) in shapes.items():
-            sizes = {c["bytes"] // 4 * 4 for c in fit["crossovers"]
-                     if 8 <= c["bytes"] <= self.args.max and c["nodes"] == nodes and c["ppn"] == ppn}
-            refine[shape] = sorted((sizes | user_sizes) - set(coarse))
+        # Its wins on short calls again, each candidate in a launch of its own, before the budget goes to refining.
+        self.confirm(shapes)
+        # Phase 2: where the fitted model's ranking changes, and the user's own sizes, per shape. The plan is kept in
+        # the state: a resumed run measures the sizes planned, not those a refit over more measurements would pick.
+        refine = self.state.get("refine")
+        if not valid_plan(refine, shapes):
+            p = self.policy_tool("--samples", self.request(), "--crossovers")
+            fit = json.loads(p.stdout)
+            user_sizes = set(self.stats_sizes())
+            refine = {}
+            for shape, (nodes, ppn) in shapes.items():
+                sizes = {c["bytes"] // 4 * 4 for c in fit["crossovers"]
+                         if 8 <= c["bytes"] <= self.args.max and c["nodes"] == nodes and c["ppn"] == ppn}
+                refine[shape] = sorted((sizes | user_sizes) - set(coarse))
+            self.state["refine"] = refine
+            self.save()
+            if any(refine.values()):
+                listed = "; ".join(f"{shape}: {' '.join(size_text(s) for s in sizes)}"
+                                   for shape, sizes in refine.items() if sizes)
+                print(f"arshim tune: model after the coarse sweep: median error {fit['median_error']:.0%}; measuring "
+                      f"the sizes where the model's or the measurements' ranking changes: {listed}", file=sys.stderr)
         if any(refine.values()):
-            listed = "; ".join(f"{shape}: {' '.join(size_text(s) for s in sizes)}"
-                               for shape, sizes in refine.items() if sizes)
-            print(f"arshim tune: model after the coarse sweep: median error {fit['median_error']:.0%}; measuring "
-                  f"the sizes where the model's or the measurements' ranking changes: {listed}", file=sys.stderr)
             self.measure(jobs_at(lambda shape: refine[shape]), "refine")
+            self.confirm(shapes)
         # The table.
         origin = {"made_by": "arshim tune", "flavor": self.state["flavor"],
                   "layout": f"{layout['nodes']} node(s) x {layout['ppn']}",
@@ -332,6 +345,35 @@ class Tuner:
               f"`arshim policy explain --policy {self.args.out} --bytes N --ppn P --nodes H` shows its predictions",
               file=sys.stderr)
 
+    def confirm(self, shapes):
+        """Measures again, in a launch of its own per candidate, every win beyond the noise on a call shorter than
+        CONFIRM_BELOW_US that no confirming launch has measured yet; the table takes a win only where every launch
+        that measured there saw it (policy/tuned_table.cpp wins_every_round). A win the budget leaves unconfirmed
+        stands on its one launch, and the tuner says how many."""
+        measured = self.state["measurements"]
+
+        def of(m, nodes, ppn, decision, launch_round):
+            return m["nodes"] == nodes and m["ppn"] == ppn and m.get("round", 0) == launch_round and all(
+                m.get(k) == v for k, v in decision.items())
+
+        jobs = []
+        for shape, (nodes, ppn) in shapes.items():
+            for (name, settings, decision, _, _) in candidates(ppn, nodes):
+                done = {m["bytes"] for m in measured if of(m, nodes, ppn, decision, 1)}
+                wins = {m["bytes"] for m in measured if of(m, nodes, ppn, decision, 0) and
+                        m["p75"] < m["native_p25"] and m["native"] < CONFIRM_BELOW_US}
+                if wins - done:
+                    jobs.append((name, settings, decision, sorted(wins - done), shape))
+        if not jobs:
+            return
+        print(f"arshim tune: confirming {sum(len(j[3]) for j in jobs)} wins on short calls in launches of their own",
+              file=sys.stderr)
+        complete = self.measure(jobs, "confirm", launch_round=1)
+        again = [m for m in measured if m.get("round", 0) == 1]
+        held = sum(1 for m in again if m["p75"] < m["native_p25"])
+        left = "" if complete else "; the budget left the others unconfirmed (they stand on one launch)"
+        print(f"arshim tune: confirmed {held} of {len(again)} wins on short calls{left}", file=sys.stderr)
+
     def stats_sizes(self):
         """The message sizes of an ARShim statistics log (--from-stats): each bucket's average call size."""
         if not self.args.from_stats:
@@ -346,6 +388,14 @@ class Tuner:
             if isinstance(calls, int) and calls > 0 and isinstance(nbytes, (int, float)) and nbytes > 0:
                 out.append(int(nbytes / calls) // 4 * 4)  # whole MPI_FLOAT elements, as the probe reduces
         return [s for s in out if 8 <= s <= self.args.max]
+
+
+def valid_plan(refine, shapes):
+    """Whether a state file's refine plan is one this run can follow: every shape of the layout, whole sizes
+    (a state file is input like any other)."""
+    return isinstance(refine, dict) and set(refine) == set(shapes) and all(
+        isinstance(sizes, list) and all(isinstance(b, int) and 0 < b <= MAX_INPUT_BYTES for b in sizes)
+        for sizes in refine.values())
 
 
 def cpu_isa():
