@@ -259,16 +259,19 @@ TEST_CASE("tuned table: carried decisions are rules only when positive and not c
 }
 
 TEST_CASE("tuned table: a win on a short call must hold in the confirming launch", "[tuned]") {
-    // The sweep's launch (round 0) saw one leader win at 32 B and 1 KiB and two leaders at 1 KiB too; the confirming
-    // launch (round 1) saw one leader lose at 32 B (the launch's state, not the path: docs/tuning.md) and both win
-    // again at 1 KiB. 8 KiB won in the sweep and was not confirmed (the budget ended): it stands on one launch.
+    // The sweep's launch (round 0) saw one leader win at 32 B, 128 B and 1 KiB and two leaders at 1 KiB too; the
+    // confirming launch (round 1) saw one leader lose at 32 B (the launch's state, not the path: docs/tuning.md),
+    // win again at 1 KiB (both), and at 128 B stay faster within its noise. 8 KiB won in the sweep and was not
+    // confirmed (the budget ended): it stands on one launch.
     tuned::Request r;
     r.max_bytes = 1 << 20;
     tuned::Measurement small_again = at(32, multileader(1, 1), 60, 2, 50, 2);
     tuned::Measurement one_again = at(1024, multileader(1, 1), 20, 1, 40, 1);
     tuned::Measurement two_again = at(1024, multileader(2, 1), 30, 1, 40, 1);
-    small_again.launch_round = one_again.launch_round = two_again.launch_round = 1;
-    r.measured = {at(32, multileader(1, 1), 30, 1, 50, 1),   at(1024, multileader(1, 1), 22, 1, 40, 1),
+    tuned::Measurement faster_within_noise = at(128, multileader(1, 1), 45, 10, 50, 10);
+    small_again.launch_round = one_again.launch_round = two_again.launch_round = faster_within_noise.launch_round = 1;
+    r.measured = {at(128, multileader(1, 1), 30, 1, 50, 1),  faster_within_noise,
+                  at(32, multileader(1, 1), 30, 1, 50, 1),   at(1024, multileader(1, 1), 22, 1, 40, 1),
                   at(1024, multileader(2, 1), 21, 1, 40, 1), at(8192, multileader(2, 1), 50, 1, 90, 1),
                   small_again,                               one_again,
                   two_again};
@@ -279,6 +282,8 @@ TEST_CASE("tuned table: a win on a short call must hold in the confirming launch
     CHECK(decide(result.toml, 32).path == Path::native);
     CHECK(decide(result.toml, 32).rule >= 0);
     CHECK(decide(result.toml, 40).path == Path::native);
+    // Beyond the noise in the sweep's launch and faster, within its noise, in the confirming one: taken.
+    CHECK(decide(result.toml, 128).path == Path::multileader);
     // Confirmed by both: the better ratio over both launches (one leader 42/80 against two leaders 51/80).
     CHECK(decide(result.toml, 1024).path == Path::multileader);
     CHECK(decide(result.toml, 1024).leaders == 1);

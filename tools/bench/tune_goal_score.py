@@ -4,7 +4,14 @@ layout, how often the tuned table's choice (config arshim-tuned) and the built-i
 within 10% of the best measured option (native or a forced path), how often they are more than 3% slower than
 native, and the tuned table's model's median prediction error at those points.
 
-  tune_goal_score.py OUTDIR [--arshim BUILD/tools/arshim]
+  tune_goal_score.py OUTDIR [--arshim BUILD/tools/arshim] [--rebuilt DIR]
+
+--rebuilt DIR scores tables rebuilt offline from the same run's samples (`arshim policy tune-table --samples
+OUTDIR/tuned-FLAVOR-LINK.toml.samples.json > DIR/tuned-FLAVOR-LINK.toml`, after a change of the table's rules)
+against the run's forced configurations: each point's decision (with the built-in table after it, as
+ARSHIM_POLICY_MODE=prepend) is looked up with `arshim policy explain` and takes the time its action measured as a
+forced configuration; the original table's decisions are scored the same way beside it, so the two compare on
+the same figures. A decision no forced configuration took is not scored (counted).
 
 "Beyond the noise" counts a miss only when it exceeds the measured noise: the noise of a figure is half the range
 of its per-round medians without the slowest round (noise only adds time), and a miss must exceed the sum of the two
@@ -61,11 +68,89 @@ def predictions(arshim, table, flavor, nbytes, ppn, nodes):
     return out
 
 
+def decision_config(arshim, table, flavor, nbytes, ppn, nodes):
+    """The forced configuration of the benchmark that takes the action a table (then the built-in one) decides at a
+    point, or None. Pipelined decisions up to one segment are one MPI_Iallreduce of the whole message: any of
+    SAME_ACTION; the benchmark's 64 KiB segments run 16 in flight where the tuner's run 8."""
+    env = dict(os.environ, ARSHIM_POLICY_MODE="prepend")
+    p = subprocess.run([arshim, "policy", "explain", "--policy", table, "--bytes", str(nbytes), "--ppn", str(ppn),
+                        "--nodes", str(nodes), "--mpi", flavor], capture_output=True, text=True, env=env)
+    line = next((x for x in p.stdout.splitlines() if x.startswith("decision:")), None)
+    if line is None:
+        return None
+    words = line.split()[1:]
+    kv = dict(w.split("=", 1) for w in words[1:] if "=" in w)
+    if words[0] == "native":
+        return "native"
+    if words[0] == "multileader":
+        k = kv.get("pipeline_k", "1")
+        return f"multileader-l{kv.get('leaders')}" + ("" if k == "1" else f"-k{k}")
+    if words[0] == "pipelined":
+        seg = kv.get("segment_bytes")
+        if kv.get("segments") == "1" or (seg and parse_size(seg) >= nbytes):
+            return "pipelined-64K" if nbytes <= 64 * 1024 else None
+        return f"pipelined-{seg}" if seg else None
+    return None
+
+
+def parse_size(text):
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    return int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text)
+
+
+def rescore(outdir, rebuilt, arshim):
+    """Scores the original and the rebuilt tables' decisions with the forced configurations' times (--rebuilt)."""
+    print("\n| run | points scored | original within 10% of best (beyond noise) | rebuilt within 10% (beyond noise) | "
+          "original >3% slower than native (beyond noise) | rebuilt >3% slower (beyond noise) | decisions changed |")
+    print("|---|---|---|---|---|---|---|")
+    totals = collections.Counter()
+    rows = []
+    for path in sorted(glob.glob(os.path.join(outdir, "*-*-*x*.csv"))):
+        name = os.path.basename(path)[:-4]
+        (flavor, np_, nodes), points = read_run(path)
+        link = name.split("-")[1]
+        tables = {"original": os.path.join(outdir, f"tuned-{flavor}-{link}.toml"),
+                  "rebuilt": os.path.join(rebuilt, f"tuned-{flavor}-{link}.toml")}
+        if not all(os.path.exists(t) for t in tables.values()):
+            continue
+        c = collections.Counter()
+        for nbytes, configs in sorted(points.items()):
+            options = {k: v for k, v in configs.items() if k not in TABLES and k != "native-control"}
+            if "native" not in options:
+                continue
+            chosen = {t: decision_config(arshim, table, flavor, nbytes, np_ // nodes, nodes)
+                      for t, table in tables.items()}
+            if any(choice not in options for choice in chosen.values()):
+                c["unscored"] += 1
+                continue
+            best, best_noise = min(options.values())
+            native, native_noise = options["native"]
+            c["points"] += 1
+            c["changed"] += chosen["original"] != chosen["rebuilt"]
+            for t, choice in chosen.items():
+                time_us, time_noise = options[choice]
+                c[f"{t} within"] += time_us <= 1.10 * best
+                c[f"{t} within noise"] += time_us - 1.10 * best <= time_noise + best_noise
+                c[f"{t} slow"] += time_us > 1.03 * native
+                c[f"{t} slow noise"] += time_us - 1.03 * native > time_noise + native_noise
+        totals.update(c)
+        rows.append((name, c))
+    for name, x in rows + [("all", totals)]:
+        print(f"| {name} | {x['points']} | {x['original within']} ({x['original within noise']}) | "
+              f"{x['rebuilt within']} ({x['rebuilt within noise']}) | {x['original slow']} "
+              f"({x['original slow noise']}) | {x['rebuilt slow']} ({x['rebuilt slow noise']}) | {x['changed']} |")
+    if totals["unscored"]:
+        print(f"\n{totals['unscored']} points not scored: a decision no forced configuration took.")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("outdir")
     ap.add_argument("--arshim", help="the arshim command, for the model's predictions (tuned tables with [model])")
+    ap.add_argument("--rebuilt", metavar="DIR", help="also score tables rebuilt offline from the run's samples")
     args = ap.parse_args()
+    if args.rebuilt and not args.arshim:
+        ap.error("--rebuilt needs --arshim (the tables' decisions come from `arshim policy explain`)")
     rows = []
     totals = collections.Counter()
     for path in sorted(glob.glob(os.path.join(args.outdir, "*-*-*x*.csv"))):
@@ -116,6 +201,8 @@ def main():
               f"action (one MPI_Iallreduce of the whole message) under {'/'.join(SAME_ACTION)}; their slowest "
               f"measured more than 10% above their fastest at {totals['same apart']} of them "
               f"({totals['same apart noise']} beyond the noise): a choice can miss the 10% there by measurement alone.")
+    if args.rebuilt:
+        rescore(args.outdir, args.rebuilt, args.arshim)
     return 0
 
 

@@ -348,8 +348,8 @@ class Tuner:
     def confirm(self, shapes):
         """Measures again, in a launch of its own per candidate, every win beyond the noise on a call shorter than
         CONFIRM_BELOW_US that no confirming launch has measured yet; the table takes a win only where every launch
-        that measured there saw it (policy/tuned_table.cpp wins_every_round). A win the budget leaves unconfirmed
-        stands on its one launch, and the tuner says how many."""
+        that measured there saw the candidate faster (policy/tuned_table.cpp confirmed_win). A win the budget leaves
+        unconfirmed stands on its one launch, and the tuner says so."""
         measured = self.state["measurements"]
 
         def of(m, nodes, ppn, decision, launch_round):
