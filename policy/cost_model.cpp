@@ -361,8 +361,19 @@ double pipelined_time(const MachineParams& m, const Shape& s, const Decision& d,
 }
 
 double multileader_time(const MachineParams& m, const Shape& s, const Decision& d, Flavor flavor) {
-    if (s.ppn <= 1) return native_time(m, s, flavor);  // the path declines one rank per node (docs/paths.md)
     const double n = static_cast<double>(s.bytes);
+    if (s.ppn <= 1) {
+        // One rank per node: no node phase. Where the inter-node step takes ARShim's ring, the whole call goes round
+        // it among the ranks (the input copied into the result, then chunks of h blocks of at most one ring block,
+        // seed 000 Table 1 RNG each); elsewhere the path declines to the library's allreduce (docs/cluster.md "One
+        // rank per node on three nodes").
+        if (s.nodes < 2 || !internode_ring_auto(static_cast<uint32_t>(s.nodes), s.bytes))
+            return native_time(m, s, flavor);
+        const Layout ranks{s.nodes, 1, 1};
+        const double chunk = std::min(n, static_cast<double>(s.nodes) * static_cast<double>(kOneRankRingBlockBytes));
+        const double full = std::floor(n / chunk), last = n - full * chunk;
+        return n / m.copy_bw + full * ring(m, ranks, chunk).total() + (last > 0 ? ring(m, ranks, last).total() : 0);
+    }
     const int l = std::clamp<int>(static_cast<int>(d.leaders), 1, s.ppn);  // the shim clamps l to 1..ppn
     const double k = std::max<uint32_t>(d.pipeline_k, 1);
     if (s.nodes == 1 && node_reduces_directly(s.bytes, s.ppn))

@@ -57,6 +57,9 @@ double pipelined_time(const MachineParams& m, const Shape& shape, const Decision
 // latencies per chunk against the library's 2 + 2 log2 h, which at hundreds of nodes would cost more than the bytes
 // it saves; measured on 3 nodes (docs/cluster.md "Three nodes").
 inline constexpr uint64_t kInternodeRingMinBytes = 64 * 1024;
+// With one rank per node the multi-leader path runs the whole call round the ring in chunks of h blocks of at most
+// this many bytes (shim/paths/multileader.cpp run_one_rank_ring; its scratch buffer is one block).
+inline constexpr uint64_t kOneRankRingBlockBytes = uint64_t{1} << 20;
 inline constexpr uint32_t kInternodeRingMaxNodes = 7;
 inline bool internode_ring_auto(uint32_t nodes, uint64_t partition_bytes) {
     return (nodes & (nodes - 1)) != 0 && nodes <= kInternodeRingMaxNodes && partition_bytes >= kInternodeRingMinBytes;

@@ -107,11 +107,18 @@ void print_predictions(const Config& cfg, const ExplainArgs& args, const CallFac
     Decision d;
     d.path = Path::native;
     options.push_back(d);
+    // The options `arshim tune` weighs (tools/tune/arshim_tune.py candidates): multi-leader with 1, 2, 4, 8 leaders,
+    // at one rank per node one leader where that is ARShim's ring over the ranks; the whole message as one
+    // non-blocking allreduce below 64 KiB; 64 KiB to 1 MiB segments from one segment.
     d.path = Path::multileader;
     d.pipeline_k = 1;
     for (uint32_t l = 1; l <= facts.ppn && l <= 8 && facts.ppn > 1; l *= 2) d.leaders = l, options.push_back(d);
+    if (facts.ppn == 1 && model::internode_ring_auto(facts.nodes, facts.bytes)) d.leaders = 1, options.push_back(d);
     d = Decision{};
     d.path = Path::pipelined;
+    d.window = 1;
+    d.segments = 1;
+    if (facts.bytes < (uint64_t{64} << 10)) options.push_back(d);
     d.segments = 0;
     d.window = 8;
     for (uint64_t seg : {uint64_t{64} << 10, uint64_t{256} << 10, uint64_t{1} << 20})

@@ -80,7 +80,7 @@ int ring_allreduce(char* data, std::size_t count, const Call& call, MPI_Comm com
 // the pipelined path fold the ranks beyond a power of two in and out there). The ring runs on a private split of
 // the user's communicator, so its point-to-point messages never meet the user's, in chunks whose blocks fit a fixed
 // scratch buffer (made on the first call, never grown: the hot path allocates nothing).
-constexpr std::size_t kOneRankRingBlock = std::size_t{1} << 20;
+constexpr std::size_t kOneRankRingBlock = policy::model::kOneRankRingBlockBytes;  // the cost model's too
 
 struct OneRankRing : PathState {
     MPI_Comm comm = MPI_COMM_NULL;

@@ -151,6 +151,22 @@ TEST_CASE("multileader on a node count that is not a power of two: ARShim's ring
     CHECK(multileader_time(hand(), Shape{kMiB, 4, 3}, multileader(2, 4), Flavor::mpich) == Approx(1.3588107e-2));
 }
 
+TEST_CASE("multileader at one rank per node: the whole call round ARShim's ring, or the library's", "[model]") {
+    // 3 nodes x 1, 1 MiB: the input copied into the result (1048576 B at 1 ns = 1.048576e-3), then one chunk (3
+    // blocks of at most 1 MiB hold it): a ring of 3 ranks on 349525.33 B pieces, 4 steps of 1e-5 + 3.4952533e-3,
+    // 1.40210133e-2, plus 2 pieces reduced at 0.5 ns, 3.4952533e-4. Total 1.54191147e-2. Before, the model took the
+    // library's allreduce here (the path declined at one rank per node before the ring): 2.2x off on the rig.
+    CHECK(multileader_time(hand(), Shape{kMiB, 1, 3}, multileader(1, 1), Flavor::mpich) == Approx(1.54191147e-2));
+    // 4 MiB: copy 4.194304e-3, a chunk of 3 MiB (4 steps of 1e-5 + 1.048576e-2, plus 2 MiB reduced: 4.3031616e-2) and
+    // the rest, 1 MiB, as above (1.43705387e-2). Total 6.15964587e-2.
+    CHECK(multileader_time(hand(), Shape{4 * kMiB, 1, 3}, multileader(1, 1), Flavor::openmpi) ==
+          Approx(6.15964587e-2));
+    // Where the step is the library's (2 and 4 nodes, below 64 KiB) the path declines: the library's allreduce.
+    for (const Shape s : {Shape{kMiB, 1, 2}, Shape{kMiB, 1, 4}, Shape{32 * 1024, 1, 3}})
+        for (const Flavor f : {Flavor::mpich, Flavor::openmpi})
+            CHECK(multileader_time(hand(), s, multileader(1, 1), f) == Approx(native_time(hand(), s, f)));
+}
+
 TEST_CASE("predict dispatches on the path; sharp and reproducible have no model", "[model]") {
     const Shape s{kMiB, 2, 2};
     Decision native;
