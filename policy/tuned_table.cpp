@@ -78,8 +78,8 @@ struct Tally {
 // launch and 1.25x at 8 B in the one before (docs/tuning.md). Asking for a win beyond the noise in every launch was
 // tried: it also dropped wins both launches saw (0.68 and 0.79 of native at 8 B, 0.81 and 0.75 at 16 KiB), which the
 // goal benchmark then measured 1.22-1.26x faster than native, 1.26x the best option's time where native was chosen.
-bool confirmed_win(const std::vector<Measurement>& measured, uint32_t nodes, uint32_t ppn, uint64_t lo,
-                      uint64_t hi, const Decision& d) {
+bool confirmed_win(const std::vector<Measurement>& measured, uint32_t nodes, uint32_t ppn, uint64_t lo, uint64_t hi,
+                   const Decision& d) {
     std::map<uint32_t, Tally> rounds;  // each round that measured there: d's tally in it (none: not confirmed)
     for (const Measurement& m : measured) {
         if (m.nodes != nodes || m.ppn != ppn || m.bytes < lo || m.bytes >= hi) continue;

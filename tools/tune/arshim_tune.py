@@ -370,7 +370,7 @@ class Tuner:
               file=sys.stderr)
         complete = self.measure(jobs, "confirm", launch_round=1)
         again = [m for m in measured if m.get("round", 0) == 1]
-        held = sum(1 for m in again if m["p75"] < m["native_p25"])
+        held = sum(1 for m in again if m["median"] < m["native"])  # confirmed_win's test of a confirming launch
         left = "" if complete else "; the budget left the others unconfirmed (they stand on one launch)"
         print(f"arshim tune: confirmed {held} of {len(again)} wins on short calls{left}", file=sys.stderr)
 
