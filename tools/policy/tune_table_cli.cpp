@@ -64,7 +64,9 @@ tuned::Request read_request(const std::string& file) {
         x.native_p25_us = m.at("native_p25").get<double>();
         x.native_us = m.at("native").get<double>();
         x.native_p75_us = m.at("native_p75").get<double>();
-        x.launch_round = m.value("round", 0u);  // 1: the tuner's confirming launch (tuned_table.h)
+        const int64_t launch_round = m.value("round", int64_t{0});  // 1: the tuner's confirming launch (tuned_table.h)
+        if (launch_round != 0 && launch_round != 1) throw std::runtime_error("a measurement's round is not 0 or 1");
+        x.launch_round = static_cast<uint32_t>(launch_round);
         if (x.nodes == 0 || x.ppn == 0 || !(x.median_us > 0) || !(x.native_us > 0))
             throw std::runtime_error("a measurement with no layout or no time");
         r.measured.push_back(x);
