@@ -38,16 +38,32 @@ def noise(rounds):
     return (kept[-1] - kept[0]) / 2 if kept else 0.0
 
 
+def run_files(outdir):
+    """The run's per-layout CSVs (FLAVOR-LINK-HxP.csv); anything else under such a name (a FIFO, a directory, a
+    dangling link) is skipped with one line rather than read."""
+    for path in sorted(glob.glob(os.path.join(outdir, "*-*-*x*.csv"))):
+        if os.path.isfile(path):
+            yield path
+        else:
+            print(f"tune_goal_score.py: {path!r} is not a regular file; skipped", file=sys.stderr)
+
+
 def read_run(path, per_round=False):
     """{bytes: {config: (median_us, noise_us)}} and (flavor, np, nodes) of one CSV; with per_round, the values are
     the per-round medians instead (one launch each)."""
     points = collections.defaultdict(dict)
     meta = None
-    with open(path) as f:
-        for r in csv.DictReader(f):
-            rounds = [float(x) for x in r.get("round_us", "").split(";") if x]
-            points[int(r["bytes"])][r["config"]] = rounds if per_round else (float(r["median_us"]), noise(rounds))
-            meta = (r["flavor"], int(r["np"]), int(r["nodes"]))
+    try:
+        with open(path, newline="") as f:
+            for r in csv.DictReader(f):
+                rounds = [float(x) for x in (r.get("round_us") or "").split(";") if x]
+                points[int(r["bytes"])][r["config"]] = rounds if per_round else (float(r["median_us"]), noise(rounds))
+                meta = (r["flavor"], int(r["np"]), int(r["nodes"]))
+    except (KeyError, ValueError, TypeError, UnicodeDecodeError, csv.Error) as e:
+        sys.exit(f"tune_goal_score.py: {path!r} is not a benchmark CSV of bench_allreduce.py --csv "
+                 f"({type(e).__name__}: {str(e)[:80]})")
+    if meta is None:
+        sys.exit(f"tune_goal_score.py: {path!r} has no rows")
     return meta, points
 
 
@@ -131,7 +147,7 @@ def rescore(outdir, rebuilt, arshim):
     print("|---|---|---|---|---|---|---|")
     totals = collections.Counter()
     rows = []
-    for path in sorted(glob.glob(os.path.join(outdir, "*-*-*x*.csv"))):
+    for path in run_files(outdir):
         name = os.path.basename(path)[:-4]
         (flavor, np_, nodes), points = read_run(path)
         link = name.split("-")[1]
@@ -179,7 +195,7 @@ def main():
         ap.error("--rebuilt needs --arshim (the tables' decisions come from `arshim policy explain`)")
     rows = []
     totals = collections.Counter()
-    for path in sorted(glob.glob(os.path.join(args.outdir, "*-*-*x*.csv"))):
+    for path in run_files(args.outdir):
         name = os.path.basename(path)[:-4]
         (flavor, np_, nodes), points = read_run(path)
         link = name.split("-")[1]
