@@ -48,33 +48,34 @@ def run_files(outdir):
             print(f"tune_goal_score.py: {path!r} is not a regular file; skipped", file=sys.stderr)
 
 
-def read_run(path, per_round=False):
-    """{bytes: {config: (median_us, noise_us)}} and (flavor, np, nodes) of one CSV; with per_round, the values are
-    the per-round medians instead (one launch each)."""
+def read_run(path):
+    """(flavor, np, nodes), {bytes: {config: (median_us, noise_us)}} and {bytes: {config: [per-round medians]}} (one
+    launch each) of one CSV."""
     points = collections.defaultdict(dict)
+    per_round = collections.defaultdict(dict)
     meta = None
     try:
         with open(path, newline="") as f:
             for r in csv.DictReader(f):
                 rounds = [float(x) for x in (r.get("round_us") or "").split(";") if x]
-                points[int(r["bytes"])][r["config"]] = rounds if per_round else (float(r["median_us"]), noise(rounds))
+                points[int(r["bytes"])][r["config"]] = (float(r["median_us"]), noise(rounds))
+                per_round[int(r["bytes"])][r["config"]] = rounds
                 meta = (r["flavor"], int(r["np"]), int(r["nodes"]))
     except (KeyError, ValueError, TypeError, UnicodeDecodeError, csv.Error) as e:
         sys.exit(f"tune_goal_score.py: {path!r} is not a benchmark CSV of bench_allreduce.py --csv "
                  f"({type(e).__name__}: {str(e)[:80]})")
     if meta is None:
         sys.exit(f"tune_goal_score.py: {path!r} has no rows")
-    return meta, points
+    return meta, points, per_round
 
 
-def ceiling(path):
+def ceiling(per_round):
     """The rig's repeatability ceiling on the goal's score at one layout: a chooser that measured every option at
     the very point, once, in one launch each (round r), takes that launch's fastest; it is scored like the tables,
     against the medians of the other rounds' launches. Averaged over r: (points, within 10%, within beyond noise).
     No table can be expected to score above what its own figures' launch-to-launch spread allows."""
-    _, points = read_run(path, per_round=True)
     scored = within = within_noise = 0.0
-    for configs in points.values():
+    for configs in per_round.values():
         options = {k: v for k, v in configs.items() if k not in TABLES and k != "native-control"}
         rounds = min((len(v) for v in options.values()), default=0)
         if "native" not in options or rounds < 2:
@@ -149,7 +150,7 @@ def rescore(outdir, rebuilt, arshim):
     rows = []
     for path in run_files(outdir):
         name = os.path.basename(path)[:-4]
-        (flavor, np_, nodes), points = read_run(path)
+        (flavor, np_, nodes), points, _ = read_run(path)
         link = name.split("-")[1]
         tables = {"original": os.path.join(outdir, f"tuned-{flavor}-{link}.toml"),
                   "rebuilt": os.path.join(rebuilt, f"tuned-{flavor}-{link}.toml")}
@@ -197,7 +198,7 @@ def main():
     totals = collections.Counter()
     for path in run_files(args.outdir):
         name = os.path.basename(path)[:-4]
-        (flavor, np_, nodes), points = read_run(path)
+        (flavor, np_, nodes), points, per_round = read_run(path)
         link = name.split("-")[1]
         table = os.path.join(args.outdir, f"tuned-{flavor}-{link}.toml")
         c = collections.Counter()
@@ -228,7 +229,7 @@ def main():
                     if k in predicted and measured > 0:
                         errors.append(abs(predicted[k] - measured) / measured)
         err = f"{100 * statistics.median(errors):.0f}%" if errors else "-"
-        c["ceiling points"], c["ceiling within"], c["ceiling within noise"] = ceiling(path)
+        c["ceiling points"], c["ceiling within"], c["ceiling within noise"] = ceiling(per_round)
         rows.append((name, c, err))
         totals.update(c)
     print("| run | points | tuned within 10% of best (beyond noise) | built-in within 10% (beyond noise) | "
