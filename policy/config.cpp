@@ -53,7 +53,8 @@ const std::array<OptionSpec, kOptionCount> kOptions = {{
     {OptionId::verify, "ARSHIM_VERIFY", OptionType::integer, "0", nullptr, 0, 1 << 30,
      "Verify mode: the first N calls of each (communicator, size bucket, datatype, op) that an ARShim path serves are "
      "also computed by the library and compared (exactly, or within the reassociation bound for floating-point "
-     "sums and products); mismatches are reported and counted; the result is never changed (0 = off)."},
+     "sums and products); mismatches are reported and counted; the result is never changed (0 = off). Includes the "
+     "argument check (ARSHIM_CHECK_ARGS) on every call."},
     {OptionId::check_args, "ARSHIM_CHECK_ARGS", OptionType::flag, "0", nullptr, 0, 1,
      "1: before every call, one small allreduce checks that all ranks passed the same count, datatype signature, op "
      "and MPI_IN_PLACE use; a mismatch is reported on every rank and returns MPI_ERR_ARG instead of hanging."},
@@ -67,7 +68,8 @@ const std::array<OptionSpec, kOptionCount> kOptions = {{
      "sizes and the other host path; off: the policy only (docs/tuning.md)."},
     {OptionId::tune_cache, "ARSHIM_TUNE_CACHE", OptionType::text, "", nullptr, 0, 0,
      "File where rank 0 keeps what online tuning learned (policy rules): read at start ahead of the policy, "
-     "rewritten at finalize; empty = not kept."},
+     "merged into at finalize under a lock; only an absent file or ARShim's own cache is written, another origin's "
+     "cache is kept and this one lives beside it, anything else is left untouched; empty = not kept."},
     {OptionId::kernel, "ARSHIM_KERNEL", OptionType::choice, "auto", "auto|scalar|avx2|avx512|neon|sve", 0, 0,
      "SIMD level of ARShim's reduction kernels; a level the CPU lacks falls back to the best available, "
      "with a warning."},

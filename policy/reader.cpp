@@ -21,7 +21,8 @@ constexpr std::size_t kMaxHeaderKeys = 64;  // [origin] and [model] entries
 constexpr const char* kRuleKeys[] = {"name",    "mpi",      "bytes",         "ppn",    "nodes",   "comm_size",
                                      "dtype",   "op",       "path",          "segments", "segment_bytes",
                                      "window",  "leaders",  "pipeline_k",    "kernel", "sharp_mode", "sharp_leaders",
-                                     "library_bug", "reproducible", "algorithm", "evidence", "time_us", "native_us"};
+                                     "library_bug", "reproducible", "algorithm", "evidence", "time_us", "native_us",
+                                     "note"};
 
 constexpr uint64_t kMaxCount = 0xFFFFFFFFull;  // CallFacts counts are 32-bit
 
@@ -157,6 +158,7 @@ public:
             const std::string_view k = key.str();
             key_ = std::string(k);
             if (k == "name") read_name(node, &rule->name);
+            else if (k == "note") read_note(node, &rule->note);
             else if (k == "mpi") read_set(node, "MPI flavor", kFlavorWords, &rule->match.mpis);
             else if (k == "dtype") read_set(node, "datatype class", kDtypeWords, &rule->match.dtypes);
             else if (k == "op") read_set(node, "op", kOpWords, &rule->match.ops);
@@ -215,6 +217,12 @@ private:
 
     void read_name(const toml::node& node, std::string* out) {
         if (const auto* s = node.as_string()) *out = escape(s->get(), 60);
+        else wrong_type(node, "a string");
+    }
+
+    // Informational text (the tuning cache lists the candidates it measured); kept on one line, bounded.
+    void read_note(const toml::node& node, std::string* out) {
+        if (const auto* s = node.as_string()) *out = escape(s->get(), 1000);
         else wrong_type(node, "a string");
     }
 

@@ -40,6 +40,7 @@ struct RuleSpec {
     uint32_t set = 0;    // SetBits
     std::string name;    // optional `name`
     Evidence evidence;   // optional `evidence`, `time_us`, `native_us`
+    std::string note;    // optional `note`: what a tool recorded with the rule (the candidates it measured)
     int line = 0;        // line of the [[rule]] header
     int number = 0;      // 1-based position in the file
 };

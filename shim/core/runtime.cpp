@@ -120,8 +120,9 @@ int finalize_callback(MPI_Comm, int, void*, void*) {
     stats::finalize_report();
     const Runtime& rt = runtime();
     if (rt.world_rank == 0 || !rt.config_agreed) {
-        const std::string problem = tune::write_cache(rt);
-        if (!problem.empty()) log::warn("{}", problem);
+        const tune::CacheWrite cache = tune::write_cache(rt);
+        for (const std::string& note : cache.notes) log::info("{}", note);
+        if (!cache.problem.empty()) log::warn("{}", cache.problem);
     }
     report_phase_times(rt.world_rank);
     // Kept windows first (token order), then the live contexts' (creation order), whose offers are refused now:
@@ -226,7 +227,9 @@ void initialize(bool collective) {
         CommContext::create_keyval();
         start_statistics(*rt);
         rt->verify_calls = static_cast<uint32_t>(rt->config.number(OptionId::verify));
-        rt->check_args = rt->config.flag(OptionId::check_args);
+        // Verify mode includes the argument check: it is what a user turns on while debugging, exactly when ranks
+        // may pass different counts, and those would take different routes and hang (docs/verify.md).
+        rt->check_args = rt->config.flag(OptionId::check_args) || rt->verify_calls > 0;
         g_phase_times_on = rt->config.flag(OptionId::phase_times);
         if (rt->check_args) stats::set_no_replay();
         rt->reproducible = static_cast<ReproducibleMode>(rt->config.number(OptionId::reproducible));  // choice order
@@ -255,13 +258,14 @@ void initialize(bool collective) {
         // The tuning cache (ARSHIM_TUNE_CACHE): rank 0 reads and checks it, every rank parses the same text.
         std::string cache_text;
         if (!collective || rt->world_rank == 0) {
-            std::string problem;
-            cache_text = tune::read_cache(*rt, &problem);
-            if (!problem.empty()) problems.push_back(problem);
+            std::string note;
+            bool warn = false;
+            cache_text = tune::read_cache(*rt, &note, &warn);
+            rt->tune_cache_refused = warn;
+            if (warn) problems.push_back(note);
+            else if (!note.empty()) log::info("{}", note);
         }
         if (collective && !rt->config.text(OptionId::tune_cache).empty()) bcast_string(cache_text, 0, MPI_COMM_WORLD);
-        if (const std::size_t first_rule = cache_text.find("[[rule]]"); first_rule != std::string::npos)
-            rt->tune_cache_rules = cache_text.substr(first_rule);
         policy::LoadResult loaded = policy::load_policy(
             rt->config, rt->have_policy_file ? &rt->policy_text : nullptr, policy_path, mpi_flavor(),
             /*check_reachability=*/rt->world_rank == 0 || !collective, cache_text.empty() ? nullptr : &cache_text,

@@ -42,7 +42,7 @@ struct Runtime {
     InternodeMode internode = InternodeMode::automatic;  // ARSHIM_INTERNODE (shim/paths/multileader.cpp)
     bool reproducible_any_np = false;  // reproducible == any_np
     tune::Mode tune{};                  // ARSHIM_TUNE (shim/tune/online.h); {} = off
-    std::string tune_cache_rules;       // the rules of the tuning cache read at start (kept when it is rewritten)
+    bool tune_cache_refused = false;    // ARSHIM_TUNE_CACHE names a file that is not a cache of ours: left alone
     // World rank -> node id (the lowest world rank of its node), learned at MPI_Init (shim/core/layout.h); empty
     // when MPI_Init was not intercepted (then each communicator learns its layout collectively).
     std::vector<int> world_node;

@@ -11,7 +11,7 @@
 #include "shim/core/log.h"
 #include "shim/core/mpi_types.h"
 #include "shim/core/runtime.h"
-#include "shim/stats/log_file.h"
+#include "shim/tune/cache_file.h"
 #include "shim/tune/schedule.h"
 
 // Tests only (test/verify/kernel_fault.cpp, never installed): skews this rank's measured times, so that the tests
@@ -346,108 +346,67 @@ std::vector<Learned> learned() {
     return out;
 }
 
-// ---- the tuning cache ----------------------------------------------------------------------------------------
+// ---- the tuning cache (the file's rules: shim/tune/cache_file.h) ----------------------------------------------
 
 namespace {
 
-std::string origin_text(const Runtime& rt) {
-    return "flavor = \"" + std::string(mpi_flavor()) + "\"\nlibrary = \"" + printable(rt.mpi_version, 100) +
-           "\"\narshim = \"" + ARSHIM_VERSION + "\"\n";
+cache::Origin this_origin(const Runtime& rt) {
+    return {mpi_flavor(), printable(rt.mpi_version, 100), ARSHIM_VERSION};
 }
 
-std::string rule_text(const Learned& l) {
-    const uint64_t lo = vocab::bucket_floor(l.bucket), hi = l.bucket >= 64 ? 0 : uint64_t{1} << l.bucket;
-    std::string bytes = l.bucket == 0 ? "\"..1\"" : "\"" + std::to_string(lo) + ".." + (hi ? std::to_string(hi) : "") + "\"";
-    const policy::Decision& d = l.chosen;
-    std::string out = "[[rule]]\nname = \"tuned: " + std::to_string(l.comm_size) + " ranks (" + std::to_string(l.nodes) +
-                      " node(s) x " + std::to_string(l.ppn) + "), " + size_text(lo) + ", " +
-                      vocab::dtype_class_name(l.dclass) + " " + vocab::op_name(l.op) + "\"\n";
-    out += "nodes = " + std::to_string(l.nodes) + "\nppn = " + std::to_string(l.ppn) + "\nbytes = " + bytes +
-           "\ndtype = \"" + vocab::dtype_class_name(l.dclass) + "\"\nop = \"" + vocab::op_name(l.op) + "\"\n";
-    out += "path = \"" + std::string(policy::path_name(d.path)) + "\"\n";
-    switch (d.path) {
-    case policy::Path::pipelined:
-        out += d.segment_bytes > 0 ? "segment_bytes = " + std::to_string(d.segment_bytes) + "\n"
-                                   : "segments = " + std::to_string(d.segments) + "\n";
-        out += "window = " + std::to_string(d.window) + "\n";
-        break;
-    case policy::Path::multileader:
-        out += "leaders = " + std::to_string(d.leaders) + "\npipeline_k = " + std::to_string(d.pipeline_k) + "\n";
-        break;
-    case policy::Path::sharp:
-        out += std::string("sharp_mode = \"") + policy::sharp_mode_name(d.sharp_mode) + "\"\nsharp_leaders = \"" +
-               policy::sharp_leaders_name(d.sharp_leaders) + "\"\n";
-        break;
-    default: break;
-    }
-    if (d.path == policy::Path::pipelined || d.path == policy::Path::multileader)
-        out += std::string("kernel = \"") + policy::kernel_choice_name(d.kernel) + "\"\n";
-    char times[96];
-    std::snprintf(times, sizeof times, "evidence = \"measured\"\ntime_us = %.2f\n", l.chosen_us);
-    out += times;
-    if (l.native_us >= 0) {
-        std::snprintf(times, sizeof times, "native_us = %.2f\n", l.native_us);
-        out += times;
-    }
-    out += "# policy's choice " + printable(l.policy_choice, 200) + "; measured: " + printable(l.candidates, 600) + "\n\n";
-    return out;
+uint64_t cache_max_bytes(const Runtime& rt) { return static_cast<uint64_t>(rt.config.number(OptionId::policy_max_bytes)); }
+
+// A decision as a cache rule: it matches the key's layout, size bucket, element class and op, and carries the
+// measured times and the candidates' figures.
+policy::RuleSpec cache_rule(const Learned& l) {
+    policy::RuleSpec rule;
+    rule.name = "tuned: " + std::to_string(l.comm_size) + " ranks (" + std::to_string(l.nodes) + " node(s) x " +
+                std::to_string(l.ppn) + "), " + size_text(vocab::bucket_floor(l.bucket)) + ", " +
+                vocab::dtype_class_name(l.dclass) + " " + vocab::op_name(l.op);
+    rule.match.dim[policy::Box::nodes] = {l.nodes, uint64_t{l.nodes} + 1};
+    rule.match.dim[policy::Box::ppn] = {l.ppn, uint64_t{l.ppn} + 1};
+    rule.match.dim[policy::Box::bucket] = {l.bucket, uint64_t{l.bucket} + 1};
+    rule.match.dtypes = 1u << static_cast<unsigned>(l.dclass);
+    rule.match.ops = 1u << static_cast<unsigned>(l.op);
+    rule.action = l.chosen;
+    rule.evidence.kind = policy::EvidenceKind::measured;
+    rule.evidence.time_us = l.chosen_us;
+    rule.evidence.native_us = l.native_us;
+    rule.note = "policy's choice " + printable(l.policy_choice, 200) + "; measured: " + printable(l.candidates, 600);
+    return rule;
+}
+
+std::string utc_now() {
+    char date[32] = "";
+    const std::time_t now = std::time(nullptr);
+    std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+    return date;
 }
 
 }  // namespace
 
-std::string write_cache(const Runtime& rt) {
+CacheWrite write_cache(const Runtime& rt) {
+    CacheWrite out;
     const std::string& path = rt.config.text(OptionId::tune_cache);
-    if (path.empty()) return "";
-    // Keep what the cache held (rules applied as measured this run, not explored again) and add what was learned.
-    std::string rules = rt.tune_cache_rules;
-    for (const Learned& l : learned()) rules += rule_text(l);
-    if (rules.empty()) return "";
-    char date[32] = "";
-    const std::time_t now = std::time(nullptr);
-    std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-    const std::string text =
-        "# ARShim tuning cache (ARSHIM_TUNE_CACHE, docs/tuning.md): what online tuning measured in jobs on this\n"
-        "# machine, as policy rules tried before every other rule. Written by rank 0 at MPI_Finalize; a cache made by\n"
-        "# another MPI library or ARShim version is ignored.\nversion = 1\n\n[origin]\nmade_by = \"arshim online tuning\"\n" +
-        origin_text(rt) + "date = \"" + date + "\"\n\n" + rules;
-    const stats::WriteOutcome written =
-        stats::write_log_file(path, text, rt.config.flag(OptionId::stats_follow_symlinks));
-    if (!written.ok())
-        return "ARSHIM_TUNE_CACHE=" + printable(path, 200) + ": not written: " + written.describe();
-    return "";
+    if (path.empty() || rt.tune_cache_refused) return out;  // said once at start: the file is left alone
+    std::vector<policy::RuleSpec> learned_rules;
+    for (const Learned& l : learned()) learned_rules.push_back(cache_rule(l));
+    cache::Limits limits;
+    limits.max_bytes = cache_max_bytes(rt);
+    const cache::Outcome outcome = cache::update(path, this_origin(rt), learned_rules, limits,
+                                                 rt.config.flag(OptionId::stats_follow_symlinks), utc_now());
+    out.notes = outcome.notes;
+    out.problem = outcome.problem;
+    return out;
 }
 
-std::string read_cache(const Runtime& rt, std::string* problem) {
+std::string read_cache(const Runtime& rt, std::string* note, bool* warn) {
     const std::string& path = rt.config.text(OptionId::tune_cache);
     if (path.empty()) return "";
-    std::string text, why;
-    if (!read_regular_file(path, static_cast<uint64_t>(rt.config.number(OptionId::policy_max_bytes)), &text, &why)) {
-        if (why.find("No such file") == std::string::npos && why.find("does not exist") == std::string::npos)
-            *problem = "ARSHIM_TUNE_CACHE=" + printable(path, 200) + ": " + why + "; starting without it";
-        return "";
-    }
-    const policy::Table table = policy::read_table(text, "ARSHIM_TUNE_CACHE", false);
-    if (!table.usable()) {
-        *problem = "ARSHIM_TUNE_CACHE=" + printable(path, 200) + ": not a tuning cache (" +
-                   (table.problems.empty() ? std::string("?") : table.problems.front()) + "); ignored";
-        return "";
-    }
-    auto origin = [&table](const char* key) {
-        for (const auto& [k, v] : table.origin)
-            if (k == key) return v;
-        return std::string();
-    };
-    const std::string made_by = origin("made_by"), flavor = origin("flavor"), library = origin("library"),
-                      version = origin("arshim");
-    if (made_by != "arshim online tuning" || flavor != mpi_flavor() || library != printable(rt.mpi_version, 100) ||
-        version != ARSHIM_VERSION) {
-        *problem = "ARSHIM_TUNE_CACHE=" + printable(path, 200) + ": made for " +
-                   (flavor.empty() ? std::string("something else") : printable(flavor + " " + library + ", ARShim " + version, 200)) +
-                   ", not " + mpi_flavor() + " " + printable(rt.mpi_version, 100) + ", ARShim " + ARSHIM_VERSION +
-                   "; ignored";
-        return "";
-    }
-    return text;
+    cache::Location loc = cache::locate(path, this_origin(rt), cache_max_bytes(rt));
+    *note = loc.note;
+    *warn = loc.warn;
+    return loc.found.holds == cache::Holds::ours ? std::move(loc.found.text) : std::string();
 }
 
 }  // namespace arshim::tune

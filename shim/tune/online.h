@@ -59,11 +59,17 @@ struct Learned {
 // The decisions recorded so far (bounded), made into text here; for finalize (a decision only stores numbers).
 std::vector<Learned> learned();
 
-// ARSHIM_TUNE_CACHE: at finalize, rank 0 writes what was learned (policy format, docs/tuning.md), with an [origin]
-// the next start checks. Returns a one-line problem, or "" when written (or nothing to write).
-std::string write_cache(const Runtime& rt);
-// At start (rank 0): the cache's text when it exists, is ours (same MPI library and ARShim) and parses; else "" and,
-// when it exists but cannot be used, *problem says why in one line.
-std::string read_cache(const Runtime& rt, std::string* problem);
+// ARSHIM_TUNE_CACHE (shim/tune/cache_file.h): at finalize rank 0 merges what was learned into this origin's cache
+// file, under a lock. Notes: one line each (where the cache went, rules dropped to stay within the reader's limits);
+// problem: one line when nothing could be written.
+struct CacheWrite {
+    std::vector<std::string> notes;
+    std::string problem;
+};
+CacheWrite write_cache(const Runtime& rt);
+// At start (rank 0): the text of this origin's cache when there is one, else "". *note: one line when the cache is
+// not at the path named (another origin's cache is there) or the path holds something else (*warn: that is a problem
+// for the user, the file was left untouched).
+std::string read_cache(const Runtime& rt, std::string* note, bool* warn);
 
 }  // namespace arshim::tune

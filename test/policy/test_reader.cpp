@@ -148,7 +148,7 @@ TEST_CASE("unknown keys are errors that name the key, the rule and what is allow
           std::vector<std::string>{
               "p.toml:6: rule 2: unknown key 'segmnts' (did you mean 'segments'?); allowed: name, mpi, bytes, ppn, "
               "nodes, comm_size, dtype, op, path, segments, segment_bytes, window, leaders, pipeline_k, kernel, "
-              "sharp_mode, sharp_leaders, library_bug, reproducible, algorithm, evidence, time_us, native_us"});
+              "sharp_mode, sharp_leaders, library_bug, reproducible, algorithm, evidence, time_us, native_us, note"});
     CHECK(problems("version = 1\nrules = []\n[[rule]]\npath = \"native\"\n") ==
           std::vector<std::string>{"p.toml:2: unknown top-level key 'rules' (did you mean 'rule'?); allowed: "
                                    "version, origin, model, rule (rules are [[rule]] tables)"});
@@ -156,7 +156,7 @@ TEST_CASE("unknown keys are errors that name the key, the rule and what is allow
           std::vector<std::string>{"p.toml:4: rule 1: unknown key 'colour'; allowed: name, mpi, bytes, ppn, nodes, "
                                    "comm_size, dtype, op, path, segments, segment_bytes, window, leaders, "
                                    "pipeline_k, kernel, sharp_mode, sharp_leaders, library_bug, reproducible, algorithm, evidence, "
-                                   "time_us, native_us"});
+                                   "time_us, native_us, note"});
 }
 
 TEST_CASE("bad values: type, range, choice, syntax", "[reader][messages]") {

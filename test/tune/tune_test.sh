@@ -106,39 +106,61 @@ out=$(run 2 "$shim" ARSHIM_POLICY="$tmp/bad.toml" ARSHIM_TUNE=online ARSHIM_TUNE
       --max 4194304)
 check=$(env -u ARSHIM_TEST_YIELD_LIB "$policy_tool" check "$cache" 2>&1)
 check_rc=$?
-if [[ ! -s $cache || $check_rc -ne 0 ]] || ! grep -q 'evidence = "measured"' "$cache" || ! grep -q ": OK, " <<<"$check"; then
+# The cache's rules, read as TOML: "<bytes range> <evidence>" per rule.
+cache_rules() { python3 -c 'import sys, tomllib; [print(r["bytes"], r.get("evidence")) for r in tomllib.load(open(sys.argv[1], "rb")).get("rule", [])]' "$1" 2>&1; }
+measured_rules() { cache_rules "$1" | grep -c ' measured$'; }
+if [[ ! -s $cache || $check_rc -ne 0 ]] || [[ $(measured_rules "$cache") -eq 0 ]] || ! grep -q ": OK, " <<<"$check"; then
   say_fail "tuning cache: not written, or not a clean policy file" "$out$check$(cat "$cache" 2>/dev/null | head -30)"
 else
   json=$tmp/second.json
   cp "$cache" "$tmp/first-run.toml"  # the second run rewrites the cache with what it learns itself
   out=$(run 2 "$shim" ARSHIM_POLICY="$tmp/bad.toml" ARSHIM_TUNE=online ARSHIM_TUNE_CACHE="$cache" ARSHIM_STATS="$json" \
         ARSHIM_STATS_SUMMARY=0 -- "$prog" --calls 30 --max 4194304)
-  if ! grep -q "check_tune: 0 wrong results" <<<"$out" || ! python3 - "$json" "$tmp/first-run.toml" <<'PY'
-import json, re, sys
+  if ! grep -q "check_tune: 0 wrong results" <<<"$out" || ! python3 - "$json" "$tmp/first-run.toml" "$cache" <<'PY'
+import json, sys, tomllib
 doc = json.load(open(sys.argv[1]))
 assert doc["run"]["policy_source"].startswith("tuning cache"), doc["run"]["policy_source"]
+def lower_bound(text):  # "16K..32K" -> 16384
+    lo = text.split("..")[0]
+    return int(lo[:-1]) << {"K": 10, "M": 20, "G": 30}[lo[-1]] if lo and lo[-1] in "KMG" else int(lo or 0)
+first = tomllib.load(open(sys.argv[2], "rb"))
+rewritten = tomllib.load(open(sys.argv[3], "rb"))
 # the keys the first run decided (the cache's rules) are not explored again; keys it left undecided may be
-cached = {int(m.group(1)) for m in re.finditer(r'bytes = "(\d+)\.\.', open(sys.argv[2]).read())}
+cached = {lower_bound(r["bytes"]) for r in first["rule"]}
 again = {r["bytes_min"] for r in doc["tuning"]["decided"] if r["datatype"] == "float"}
 assert cached and not (cached & again), (cached, again)
+# the rewritten cache keeps the first run's rules (merged: none lost)
+assert cached <= {lower_bound(r["bytes"]) for r in rewritten["rule"]}, (cached, rewritten["rule"])
 PY
-  then say_fail "tuning cache: the second run did not apply it (or explored the cached keys again)" "$out"
-  else echo "ok: tuning cache written ($(grep -c '^\[\[rule\]\]' "$cache") rules), read back and applied without exploring"
+  then say_fail "tuning cache: the second run did not apply it (or explored the cached keys again, or lost rules)" "$out"
+  else echo "ok: tuning cache written ($(cache_rules "$cache" | grep -c .) rules), read back and applied without exploring"
   fi
 fi
 
-# 5. A corrupt cache and one made for another MPI: one line each, ignored, results right.
-printf 'this is not toml [[[\n' >"$tmp/corrupt.toml"
+# 5. ARSHIM_TUNE_CACHE naming a file that is not this run's cache (issue 41): a data file, a hand-written policy, a
+# file that is not TOML and a binary are left byte for byte as they were, with one line, and nothing is written beside
+# them; another MPI's cache is kept as it was and this run's cache goes beside it. Results stay right.
 other=$([[ $flavor == mpich ]] && echo openmpi || echo mpich)
-sed "s/^flavor = .*/flavor = \"$other\"/" "$cache" >"$tmp/foreign.toml" 2>/dev/null
-for c in corrupt foreign; do
-  out=$(run 2 "$shim" ARSHIM_TUNE_CACHE="$tmp/$c.toml" -- "$prog" --calls 4 --max 65536)
-  want="not a tuning cache"
-  [[ $c == foreign ]] && want="made for $other"
-  if [[ $(grep -c "ARSHIM_TUNE_CACHE=" <<<"$out") -ne 1 ]] || ! grep -q "$want" <<<"$out" ||
-     ! grep -q "check_tune: 0 wrong results" <<<"$out"; then
-    say_fail "$c tuning cache: expected one line saying '$want' and right results" "$out"
-  else echo "ok: $c tuning cache ignored: $(grep -o 'ARSHIM_TUNE_CACHE=.*' <<<"$out" | cut -c1-150)"
+seq 1 100000 >"$tmp/data.txt"
+cp "$tmp/bad.toml" "$tmp/policy.toml"
+printf 'this is not toml [[[\n' >"$tmp/corrupt.toml"
+head -c 4096 /dev/urandom >"$tmp/binary.bin"
+sed "s/^flavor = .*/flavor = '$other'/" "$cache" >"$tmp/foreign.toml"
+if ! grep -q "^flavor = '$other'" "$tmp/foreign.toml"; then say_fail "test set-up: no foreign cache made" "$(cat "$tmp/foreign.toml")"; fi
+for c in data.txt policy.toml corrupt.toml binary.bin foreign.toml; do
+  cp "$tmp/$c" "$tmp/$c.before"
+  out=$(run 2 "$shim" ARSHIM_POLICY="$tmp/bad.toml" ARSHIM_TUNE=online ARSHIM_TUNE_CACHE="$tmp/$c" -- "$prog" --calls 30 \
+        --max 65536)
+  aside=$(ls "$tmp/$c".*-arshim-* 2>/dev/null)
+  beside=$(ls "$tmp/$c".* 2>/dev/null | grep -v '\.before$')
+  if ! grep -q "check_tune: 0 wrong results" <<<"$out" || ! cmp -s "$tmp/$c" "$tmp/$c.before"; then
+    say_fail "$c as ARSHIM_TUNE_CACHE: changed, or wrong results" "$out"
+  elif [[ $c == foreign.toml ]] && { [[ -z $aside ]] || [[ $(measured_rules "$aside") -eq 0 ]] ||
+                                     ! grep -q "^flavor = '$flavor'" "$aside"; }; then
+    say_fail "$c as ARSHIM_TUNE_CACHE: this run's cache was not kept beside the other MPI's" "$out$(ls "$tmp")"
+  elif [[ $c != foreign.toml && ( -n $beside || $(grep -c "ARSHIM_TUNE_CACHE=" <<<"$out") -ne 1 ) ]]; then
+    say_fail "$c as ARSHIM_TUNE_CACHE: expected one line and nothing written beside it" "$out$(ls "$tmp")"
+  else echo "ok: $c as ARSHIM_TUNE_CACHE left as it was${aside:+; this run kept its cache beside it}"
   fi
 done
 
