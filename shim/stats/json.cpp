@@ -10,6 +10,8 @@
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
+
+#include "policy/text.h"
 #include <string>
 #include <string_view>
 
@@ -433,10 +435,13 @@ void print_summary(const Report& r, const std::string& written) {
                           r.total.seconds > 0 ? 100.0 * order[i]->agg.seconds / r.total.seconds : 0.0);
             top += share;
         }
-        std::fprintf(out, "arshim[0] %zu call sites; most time: %s\n", r.sites.size(), top.c_str());
+        std::fprintf(out, "arshim[0] %zu call sites; most time: %s\n", r.sites.size(), printable(top, 600).c_str());
     }
-    if (!written.empty())
-        std::fprintf(out, "arshim[0] statistics written to %s (arshim report %s)\n", written.c_str(), written.c_str());
+    if (!written.empty()) {
+        // The path comes from ARSHIM_STATS: escaped like every value a message carries (shim/core/log.h).
+        const std::string path = printable(written, 400);
+        std::fprintf(out, "arshim[0] statistics written to %s (arshim report %s)\n", path.c_str(), path.c_str());
+    }
     std::fflush(out);
 }
 

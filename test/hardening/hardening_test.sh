@@ -107,6 +107,36 @@ if [[ $flavor == openmpi ]]; then  # Hydra cannot forward a newline in a value; 
   grep -q '^arshim\[0\] error: forged' <<<"$out" && bad "a newline in a value forged a line" "$out"
 fi
 
+# ---- 8b. every ARSHIM_* variable at once holding a newline that would forge a line and escape sequences (clear the
+# screen, set the window title): no ESC, BEL or forged line anywhere in the output, at every log level (issue 41).
+# The values are set inside each rank by a wrapper (neither launcher forwards a newline in a value reliably), and
+# ARSHIM_STATS names a file whose name holds them too (a legal file name: the log is written there).
+names=$(strings "$shim" | grep -xE 'ARSHIM_[A-Z_]+' | sort -u)
+[[ $(wc -l <<<"$names") -ge 30 ]] || bad "the option names could not be read from $shim" "$names"
+hostile=$'x\narshim[7] error: FORGED\e[2J\e]0;owned\a'
+wrapper=$work/hostile_env.sh
+{
+  echo '#!/usr/bin/env bash'
+  for name in $names; do printf 'export %s=%q\n' "$name" "$hostile"; done
+  printf 'export ARSHIM_STATS=%q\n' "$work/s"$'\n'"arshim[7] error: FORGED"$'\e[2J.json'
+  echo '[[ -n ${LEVEL:-} ]] && export ARSHIM_LOG=$LEVEL ARSHIM_STATS_SUMMARY=1'
+  echo 'exec "$@"'
+} >"$wrapper"
+chmod +x "$wrapper"
+for level in "" info debug; do
+  run "LEVEL=$level" -- "$wrapper" "$prog" sum
+  if [[ $rc -ne 0 ]] || ! grep -q ": ok (0 failures)" <<<"$out"; then
+    bad "every ARSHIM_* variable hostile, ARSHIM_LOG=${level:-hostile}: exit $rc or wrong results" "$out"
+  elif grep -q $'[\e\a]' <<<"$out" || grep -q '^arshim\[7\] error: FORGED' <<<"$out"; then
+    bad "every ARSHIM_* variable hostile, ARSHIM_LOG=${level:-hostile}: an ESC, a BEL or a forged line reached the output" \
+      "$(grep -n $'[\e\a]\|^arshim\[7\]' <<<"$out" | cat -v)"
+  elif [[ -n $level ]] && ! grep -q 'FORGED' <<<"$out"; then
+    bad "every ARSHIM_* variable hostile, ARSHIM_LOG=$level: the values were not echoed at all (the test tests nothing)" "$out"
+  else
+    ok "every ARSHIM_* variable hostile, ARSHIM_LOG=${level:-hostile}: $(grep -c . <<<"$out") lines, none forged or raw"
+  fi
+done
+
 # ---- 9. ARShim preloaded on some ranks only: no hang, a warning naming the ranks, ARShim off everywhere ------
 unset ARSHIM_TEST_YIELD_LIB
 mpmd() {  # mpmd PRELOAD_RANK0 PRELOAD_RANK1: "shim" or "none" for each of two ranks

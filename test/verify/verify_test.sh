@@ -114,6 +114,20 @@ for path in auto pipelined multileader; do
     done
   done
 done
+# Verify mode includes the argument check (issue 41: ARSHIM_VERIFY with ranks passing different counts hung under
+# MPICH, np 3, multileader): without ARSHIM_CHECK_ARGS, every rank still returns MPI_ERR_ARG.
+for mismatch in count none; do
+  expect=MPI_ERR_ARG
+  [[ $mismatch == none ]] && expect=MPI_SUCCESS
+  out=$(ARSHIM_TEST_TIMEOUT=60 "$mpirun_sh" "$flavor" 3 "$shim" ARSHIM_VERIFY=2 ARSHIM_PATH=multileader \
+        -- "$args_prog" --mismatch $mismatch --errors return 2>&1)
+  rc=$?
+  if [[ $rc -ne 0 || $(grep -c "check_args: rank [0-9]*: $expect after" <<<"$out") -ne 3 ]]; then
+    say_fail "verify mode, $mismatch, multileader, np 3: expected $expect on all 3 ranks, no hang (exit $rc)" "$out"
+  else
+    echo "ok: verify mode, $mismatch, multileader, np 3: $expect on every rank"
+  fi
+done
 # Uneven nodes (2 + 1 ranks): the check's own reduction takes the same route on every rank (it hung when a rank alone
 # on its node took another).
 for mismatch in none count; do
