@@ -5,9 +5,11 @@ share these modules instead of each keeping its own copy.
   flavors    which MPI (mpich, openmpi) a program or a launcher belongs to
   launchers  launcher command lines that preload ARShim in the ranks (mpirun, mpiexec, srun)
   files      bounded reading of untrusted files (regular files only, size and nesting limits), atomic writes
-  text       terminal- and HTML-safe text from untrusted strings
+  text       terminal-safe text from untrusted strings
+  report     `arshim report`
+  tune       `arshim tune`
 
-Standard library only; a module from outside it is imported through need().
+Standard library only, except matplotlib (report --plot), imported through need().
 """
 import importlib
 import os
