@@ -6,10 +6,11 @@ share these modules instead of each keeping its own copy.
   launchers  launcher command lines that preload ARShim in the ranks (mpirun, mpiexec, srun)
   files      bounded reading of untrusted files (regular files only, size and nesting limits), atomic writes
   text       terminal-safe text from untrusted strings
+  statslog   reading and validating ARShim statistics logs (arshim-stats/1)
   report     `arshim report`
   tune       `arshim tune`
 
-Standard library only, except matplotlib (report --plot), imported through need().
+Standard library only, except jsonschema (statslog) and matplotlib (report --plot), imported through need().
 """
 import importlib
 import os

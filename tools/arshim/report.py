@@ -6,68 +6,39 @@
   arshim report --validate run.json       check a log against the JSON schema (docs/stats.md)
 
 The log format is documented in docs/stats.md; the schema is arshim-stats-1.schema.json (tools/report/ in the
-source, <datadir>/arshim/ installed).
+source, <datadir>/arshim/ installed). A log is read as untrusted input: a file that is no valid log is one line
+`arshim report: FILE: reason` and exit status 2, and every string of the log is printed escaped.
 """
 import argparse
-import json
 import os
 import re
 import sys
 
-from . import ToolError, need
+from . import ToolError, files, need, statslog
 from .sizes import human_bytes, size_text as size_label
+from .text import escape, escape_strings, plot_text
 
-SCHEMA = "arshim-stats/1"
-HERE = os.path.dirname(os.path.realpath(__file__))
-# In the source tree beside the report script (tools/report/), in an installation in <datadir>/arshim/ (the package
-# is <datadir>/arshim/tools/arshim/).
-SCHEMA_FILE = next((p for p in (os.path.join(HERE, "..", "report", "arshim-stats-1.schema.json"),
-                                os.path.join(HERE, "..", "..", "arshim-stats-1.schema.json")) if os.path.isfile(p)),
-                   os.path.join(HERE, "..", "report", "arshim-stats-1.schema.json"))
+SCHEMA = statslog.SCHEMA
 PATHS = ("native", "pipelined", "multileader", "sharp", "reproducible")
 PATH_COLORS = {"native": "#4c72b0", "pipelined": "#dd8452", "multileader": "#55a868", "sharp": "#c44e52",
                "reproducible": "#8172b3"}
 SECTIONS = ("paths", "buckets", "communicators", "fallbacks", "sharp", "checks", "callsites", "rows")
+PROG = "arshim report"
 
 
 class ReportError(ToolError):
     pass
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# loading and validation
-
 def load(path):
-    try:
-        with open(path) as f:
-            doc = json.load(f)
-    except OSError as e:
-        raise ReportError(f"{path}: cannot read ({e.strerror})")
-    except json.JSONDecodeError as e:
-        raise ReportError(f"{path}: not JSON ({e})")
-    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
-        found = doc.get("schema") if isinstance(doc, dict) else None
-        raise ReportError(f"{path}: not an ARShim statistics log (schema {found!r}, expected {SCHEMA!r})")
-    return doc
+    """A log ready to print: valid (statslog.load), and every string in it escaped once, here, so that no table,
+    plot label or HTML page can print a raw one."""
+    return escape_strings(statslog.load(path))
 
 
 def validate(path):
-    """Returns a list of problems (empty: valid). Needs the jsonschema package (Debian: python3-jsonschema)."""
-    try:
-        import jsonschema  # python3-jsonschema
-    except ImportError:
-        raise ReportError("--validate needs the Python package jsonschema (Debian: apt-get install python3-jsonschema; "
-                          "pip: jsonschema)") from None
-    with open(SCHEMA_FILE) as f:
-        schema = json.load(f)
-    try:
-        with open(path) as f:
-            doc = json.load(f)
-    except (OSError, json.JSONDecodeError) as e:
-        return [f"{path}: {e}"]
-    validator = jsonschema.Draft7Validator(schema)
-    return [f"$.{'.'.join(str(p) for p in e.absolute_path)}: {e.message}"
-            for e in sorted(validator.iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))]
+    """The log's problems as lines (empty: valid); a file that is no JSON at all raises InputError."""
+    return statslog.problems(files.read_json(path, statslog.LIMIT))
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -305,21 +276,23 @@ def print_report(doc, name, top=None, order="time", sections=SECTIONS, all_setti
             w(more)
 
 
+CYTHON_PREFIX = re.compile(r"__pyx_p[wf]_")
+CYTHON_LENGTH = re.compile(r"_?([0-9]+)")
+
+
 def cython_name(symbol):
-    """__pyx_pw_6mpi4py_3MPI_4Comm_47Allreduce -> mpi4py.MPI.Comm.Allreduce (Cython's length-prefixed names)."""
-    m = re.match(r"__pyx_p[wf]_(.*)$", symbol)
+    """__pyx_pw_6mpi4py_3MPI_4Comm_47Allreduce -> mpi4py.MPI.Comm.Allreduce (Cython's length-prefixed names). One
+    pass over the symbol: a log's symbol is no trusted Cython name (a length of a thousand digits, many parts)."""
+    m = CYTHON_PREFIX.match(symbol)
     if not m:
         return symbol
-    rest, parts = m.group(1), []
-    while rest:
-        m = re.match(r"_?(\d+)(.*)$", rest)
-        if not m:
+    parts, at = [], m.end()
+    while at < len(symbol):
+        m = CYTHON_LENGTH.match(symbol, at)
+        if not m or len(m.group(1)) > 9 or int(m.group(1)) > len(symbol) - m.end():
             break
-        n, tail = int(m.group(1)), m.group(2)
-        if n > len(tail):
-            break
-        parts.append(tail[:n])
-        rest = tail[n:]
+        at = m.end() + int(m.group(1))
+        parts.append(symbol[m.end():at])
     return ".".join(parts) if parts else symbol
 
 
@@ -425,8 +398,19 @@ def import_pyplot():
 def plot(docs, names, out_path):
     ext = os.path.splitext(out_path)[1].lower()
     if ext not in (".png", ".svg", ".html"):
-        raise ReportError(f"--plot {out_path}: the file name must end in .png, .svg or .html")
+        raise ReportError(f"--plot {escape(out_path)}: the file name must end in .png, .svg or .html")
     plt = import_pyplot()
+    try:
+        draw(plt, docs, names, out_path, ext)
+    except OSError as e:
+        raise ReportError(f"--plot {escape(out_path)}: cannot write ({e.strerror})") from None
+    except (ValueError, OverflowError) as e:  # matplotlib on numbers no run measures (1e300 us)
+        raise ReportError(f"{', '.join(names)}: cannot plot ({escape(str(e), 120)})") from None
+    finally:
+        plt.close("all")
+
+
+def draw(plt, docs, names, out_path, ext):
     from matplotlib.ticker import FuncFormatter, LogLocator
 
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 8), sharex=True,
@@ -436,7 +420,7 @@ def plot(docs, names, out_path):
     all_buckets = set()
     bar_groups = []
     for i, (doc, name) in enumerate(zip(docs, names)):
-        label_prefix = f"{os.path.basename(name)}: " if len(docs) > 1 else ""
+        label_prefix = plot_text(f"{os.path.basename(name)}: ") if len(docs) > 1 else ""
         for path in PATHS:
             rows = sorted((r for r in doc["buckets"] if r["path"] == path), key=lambda r: r["bucket"])
             if not rows:
@@ -459,7 +443,7 @@ def plot(docs, names, out_path):
              + (f" on {first['nodes']} node{'s' if first['nodes'] != 1 else ''}" if "nodes" in first else ""))
     if len(docs) > 1:
         title += f"\n{os.path.basename(names[0])} (solid) vs {os.path.basename(names[1])} (dashed)"
-    top.set_title(title, fontsize=11)
+    top.set_title(plot_text(title), fontsize=11)
 
     # bottom: total time per bucket (sum over ranks), side-by-side bars per series
     width = 0.8 / max(1, len(bar_groups))
@@ -497,13 +481,37 @@ def plot(docs, names, out_path):
             f.write(page)
     else:
         fig.savefig(out_path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
 
 
 # ------------------------------------------------------------------------------------------------------------------
 
+def run(args, names):
+    if args.validate:
+        bad = 0
+        for path, name in zip(args.files, names):
+            problems = validate(path)
+            for p in problems[:20]:
+                print(f"{name}: {p}", file=sys.stderr)
+            print(f"{name}: {'valid' if not problems else f'{len(problems)} schema problems'} ({SCHEMA})")
+            bad += bool(problems)
+        return 1 if bad else 0
+    if len(args.files) > 2:
+        raise ReportError("give one log to print or two to compare")
+    docs = [load(path) for path in args.files]
+    if args.plot:
+        plot(docs, names, args.plot)
+        print(f"arshim report: wrote {escape(args.plot)}")
+        return 0
+    if len(docs) == 1:
+        print_report(docs[0], names[0], top=args.top, order=args.sort, sections=args.section or SECTIONS,
+                     all_settings=args.all_settings)
+    else:
+        compare(docs, names, top=args.top)
+    return 0
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="arshim report", description=__doc__.split("\n\n")[0],
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0],
                                      epilog=__doc__.split("\n\n", 1)[1],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("files", nargs="+", metavar="RUN.json", help="one log to print, two to compare")
@@ -520,31 +528,19 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.top is not None and args.top < 1:
         parser.error("--top must be at least 1")
+    names = [escape(path) for path in args.files]
+    if hasattr(sys.stdout, "reconfigure"):  # a terminal that cannot show a character gets its escape
+        sys.stdout.reconfigure(errors="backslashreplace")
     try:
-        if args.validate:
-            bad = 0
-            for path in args.files:
-                problems = validate(path)
-                for p in problems[:20]:
-                    print(f"{path}: {p}", file=sys.stderr)
-                print(f"{path}: {'valid' if not problems else f'{len(problems)} schema problems'} ({SCHEMA})")
-                bad += bool(problems)
-            return 1 if bad else 0
-        if len(args.files) > 2:
-            raise ReportError("give one log to print or two to compare")
-        docs = [load(path) for path in args.files]
-        if args.plot:
-            plot(docs, args.files, args.plot)
-            print(f"arshim report: wrote {args.plot}")
-            return 0
-        if len(docs) == 1:
-            print_report(docs[0], args.files[0], top=args.top, order=args.sort,
-                         sections=args.section or SECTIONS, all_settings=args.all_settings)
-        else:
-            compare(docs, args.files, top=args.top)
+        return run(args, names)
     except ToolError as e:
-        print(f"arshim report: {e}", file=sys.stderr)
-        return 2
-    except BrokenPipeError:
+        print(f"{PROG}: {e}", file=sys.stderr)
+    except BrokenPipeError:  # `arshim report run.json | head`: quietly, also when Python flushes stdout at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    return 0
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:  # noqa: BLE001  a bug, on a log that passed every check: still one line, no traceback
+        print(f"{PROG}: {', '.join(names)}: internal error ({type(e).__name__}: {escape(str(e), 120)}); please "
+              "report it with the log", file=sys.stderr)
+    return 2

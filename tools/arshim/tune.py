@@ -26,7 +26,7 @@ import subprocess
 import sys
 import time
 
-from . import ToolError, files, launchers
+from . import ToolError, files, launchers, statslog
 from .flavors import launcher_flavor
 from .sizes import parse_size, size_text
 
@@ -323,19 +323,11 @@ class Tuner:
         print(f"arshim tune: confirmed {held} of {len(again)} wins on short calls{left}", file=sys.stderr)
 
     def stats_sizes(self):
-        """The message sizes of an ARShim statistics log (--from-stats): each bucket's average call size."""
-        if not self.args.from_stats:
-            return []
-        log = read_json(self.args.from_stats, "--from-stats")
-        buckets = log.get("buckets", []) if isinstance(log, dict) else []
-        out = []
-        for b in buckets if isinstance(buckets, list) else []:
-            if not isinstance(b, dict):
-                continue
-            calls, nbytes = b.get("calls", 0), b.get("bytes", 0)
-            if isinstance(calls, int) and calls > 0 and isinstance(nbytes, (int, float)) and nbytes > 0:
-                out.append(int(nbytes / calls) // 4 * 4)  # whole MPI_FLOAT elements, as the probe reduces
-        return [s for s in out if 8 <= s <= self.args.max]
+        """The message sizes of the statistics log of --from-stats (validated by main before anything ran): each
+        bucket's average call size, in whole MPI_FLOAT elements as the probe reduces."""
+        sizes = [b["bytes"] // b["calls"] // 4 * 4 for b in self.args.stats_log["buckets"] if b["calls"] > 0] \
+            if self.args.stats_log else []
+        return [s for s in sizes if 8 <= s <= self.args.max]
 
 
 def valid_plan(refine, shapes):
@@ -386,6 +378,11 @@ def main(argv=None):
             args.mpi = launcher_flavor(command[0])
             if args.mpi is None:
                 raise TuneError(f"{command[0]}: cannot tell which MPI it launches; pass --mpi mpich|openmpi")
+        # The log is checked before anything is measured: a bad one found after minutes of measuring is no help.
+        try:
+            args.stats_log = statslog.load(args.from_stats) if args.from_stats else None
+        except files.InputError as e:
+            raise TuneError(f"--from-stats {e}") from None
         args.probe = {"mpich": args.probe_mpich, "openmpi": args.probe_openmpi}
         if not args.probe[args.mpi]:
             raise TuneError(f"no arshim-tune-probe-{args.mpi}: ARShim was built without {args.mpi}")
