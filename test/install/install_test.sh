@@ -27,6 +27,8 @@ out=$("$arshim" --version 2>&1)
 expect "--version: both libraries from the installation" "mpich +$root/lib[^ ]*/libarshim-mpich.so" "$out"
 expect "--version: Open MPI library" "openmpi +$root/lib[^ ]*/libarshim-openmpi.so" "$out"
 for f in share/arshim/default.toml share/arshim/arshim-stats-1.schema.json share/arshim/tools/report/arshim_report.py \
+         share/arshim/tools/arshim/__init__.py share/arshim/tools/arshim/statslog.py \
+         share/arshim/tools/tune/arshim_tune.py share/arshim/tools/bench/bench_kernels_report.py \
          share/man/man1/arshim.1 share/doc/arshim/README.md share/doc/arshim/docs/stats.md bin/arshim-policy; do
   [[ -f $root/$f ]] && echo "ok: installed $f" || { echo "FAIL: $f not installed"; fail=1; }
 done
@@ -66,9 +68,17 @@ if /usr/bin/python3 -c "import mpi4py, numpy" 2>/dev/null; then
   fi
 fi
 
-# Moved elsewhere, the tree still works: paths are relative to bin/.
+# Moved elsewhere, the tree still works: paths are relative to bin/, the tools' Python package is found from bin/
+# (arshim) and from the scripts beside it (bin/arshim-bench-kernels-report links to one).
 mkdir -p "$tmp/moved"
 mv "$root" "$tmp/moved/arshim"
 out=$("$tmp/moved/arshim/bin/arshim" lib --mpi openmpi 2>&1)
 expect "moved installation finds its library" "^$tmp/moved/arshim/lib[^ ]*/libarshim-openmpi.so$" "$out"
+out=$("$tmp/moved/arshim/bin/arshim" report "$source/test/stats/data/sweep-native.json" 2>&1)
+expect "moved installation: arshim report (the installed package and schema)" "^ARShim statistics: .*sweep-native" "$out"
+out=$("$tmp/moved/arshim/bin/arshim" report "$tmp/moved" 2>&1)
+expect "moved installation: arshim report refuses a directory in one line" \
+  "^arshim report: $tmp/moved: a directory, not a regular file$" "$out"
+out=$("$tmp/moved/arshim/bin/arshim-bench-kernels-report" --help 2>&1)
+expect "moved installation: arshim-bench-kernels-report runs" "^usage: " "$out"
 exit $fail

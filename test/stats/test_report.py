@@ -157,11 +157,11 @@ def sampled_checks(tool, data):
 
 
 def dur_text(tool, seconds):
-    """The report's own duration format (arshim_report.dur), from the tool under test."""
+    """The report's own duration format (arshim.report.dur), from the package the tool under test imports."""
     spec = importlib.util.spec_from_file_location("arshim_report", tool)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.dur(seconds)
+    return module.report.dur(seconds)
 
 
 def plot_checks(tool, data):

@@ -21,6 +21,9 @@ import time
 
 HERE = os.path.dirname(os.path.realpath(__file__))
 BAD_POLICY = os.path.join(HERE, "bad_policy.toml")
+sys.path.insert(0, os.path.dirname(HERE))  # tools/: the arshim package
+from arshim import launchers  # noqa: E402
+from arshim.sizes import size_text as human  # noqa: E402
 
 
 def build_dir(explicit):
@@ -180,24 +183,17 @@ def command(flavor, np_, build, preload, env, extra, args):
             cmd += ["--mca", "btl", "self,vader"]
         if args.oversubscribe:
             cmd += ["--oversubscribe", "--mca", "mpi_yield_when_idle", "1"]
-        for k, v in env.items():
-            cmd += ["-x", f"{k}={v}"]
     else:
         cmd = ["mpirun.mpich", "-n", str(np_), "-bind-to", bind]
-        for k, v in env.items():
-            cmd += ["-genv", k, v]
-    cmd += extra + [program] + prog_args
+    cmd += launchers.env_args(flavor, env) + extra + [program] + prog_args
     if args.wrap:
         cmd = shlex.split(args.wrap.format(flavor=flavor, np=np_)) + cmd
     return cmd
 
 
 def run_once(cmd, timeout):
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    for k in list(env):
-        if k.startswith("ARSHIM_"):
-            del env[k]  # each configuration sets exactly what it wants
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                          env=launchers.benchmark_environment())
     if proc.returncode != 0:
         raise RuntimeError(f"exit {proc.returncode}: {' '.join(cmd)}\n{proc.stderr[-2000:]}")
     rows = {}
@@ -205,13 +201,6 @@ def run_once(cmd, timeout):
     for row in csv.DictReader(io.StringIO(body)):
         rows[int(row["bytes"])] = float(row["median_us"])
     return rows
-
-
-def human(n):
-    for unit, shift in (("G", 30), ("M", 20), ("K", 10)):
-        if n >= 1 << shift and n % (1 << shift) == 0:
-            return f"{n >> shift}{unit}"
-    return str(n)
 
 
 def main():

@@ -16,8 +16,8 @@ import os
 import statistics
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bench_launch  # noqa: E402  (tools/bench/bench_launch.py)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # tools/: the arshim package
+from arshim import launchers  # noqa: E402
 
 
 def parse_config(text, build):
@@ -41,12 +41,9 @@ def launch(flavor, build, config, args, calls):
     env = dict(config["env"])
     if config["lib"]:
         env["LD_PRELOAD"] = config["lib"].replace("%f", flavor)
-    if flavor == "openmpi":
-        cmd = ["mpirun.openmpi", "--oversubscribe", "--mca", "mpi_yield_when_idle", "1", "-n", str(args.np)]
-    else:
-        cmd = ["mpirun.mpich", "-n", str(args.np)]
-    out = bench_launch.run(cmd + bench_launch.env_args(flavor, env) +
-                           [prog, "--calls", str(calls), "--cycles", str(args.cycles), "--bytes", str(args.bytes)], 600)
+    cmd = launchers.mpirun(flavor, args.np) + launchers.env_args(flavor, env) + [
+        prog, "--calls", str(calls), "--cycles", str(args.cycles), "--bytes", str(args.bytes)]
+    out = launchers.run_benchmark(cmd, 600)
     for line in out.splitlines():
         if line.startswith("churn "):
             return float(line.split()[1])

@@ -18,8 +18,9 @@ import os
 import statistics
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bench_launch  # noqa: E402  (tools/bench/bench_launch.py)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # tools/: the arshim package
+from arshim import launchers  # noqa: E402
+from arshim.sizes import human_bytes  # noqa: E402
 
 PATHS = ("native", "default", "pipelined", "multileader", "reproducible")
 
@@ -31,27 +32,17 @@ def command(flavor, build, config, np_, args):
         env["LD_PRELOAD"] = os.path.join(build, "shim", f"libarshim-{flavor}.so")
     if config not in ("native", "default"):
         env["ARSHIM_PATH"] = config
-    if flavor == "openmpi":
-        cmd = ["mpirun.openmpi", "--oversubscribe", "--mca", "mpi_yield_when_idle", "1", "-n", str(np_)]
-    else:
-        cmd = ["mpirun.mpich", "-n", str(np_)]
-    return cmd + bench_launch.env_args(flavor, env) + [prog, "--sizes", args.sizes, "--calls", str(args.calls), "--comms", str(args.comms)]
+    return launchers.mpirun(flavor, np_) + launchers.env_args(flavor, env) + [
+        prog, "--sizes", args.sizes, "--calls", str(args.calls), "--comms", str(args.comms)]
 
 
 def launch(cmd):
     rows = []
-    for line in bench_launch.run(cmd, 600).splitlines():
+    for line in launchers.run_benchmark(cmd, 600).splitlines():
         parts = line.split()
         if len(parts) == 7 and parts[0] == "first":
             rows.append((int(parts[1]), int(parts[2]), float(parts[3]), float(parts[4]), float(parts[5]), int(parts[6])))
     return rows
-
-
-def human(n):
-    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= scale:
-            return f"{n // scale} {unit}"
-    return f"{n} B"
 
 
 def main():
@@ -96,7 +87,7 @@ def main():
                 first = statistics.median(row[2] for row in mine)
                 med = statistics.median(row[3] for row in mine)
                 r = ratios(c, b)
-                print(f"| {human(b)} | {c} | {first:.1f} | {med:.2f} | {first / med:.1f} | "
+                print(f"| {human_bytes(b, places=0)} | {c} | {first:.1f} | {med:.2f} | {first / med:.1f} | "
                       f"{statistics.median(r):.1f}{nmed} | {max(r):.1f}{nmax} |")
     return 0
 

@@ -2,7 +2,9 @@
 """Run arshim-bench-kernels for both MPI flavors (or read their CSVs) and merge them into one table.
 
 Columns: ARShim's kernel at every ISA level, each library's own MPI_Reduce_local, the plain loop and memcpy, in
-GB/s, and the ratios of ARShim's best level to MPICH, to Open MPI and to the plain loop. Standard library only.
+GB/s, and the ratios of ARShim's best level to MPICH, to Open MPI and to the plain loop. Standard library and the
+arshim package only (tools/arshim/; installed as bin/arshim-bench-kernels-report, a link to this script in
+<datadir>/arshim/tools/bench/ beside the package).
 
   arshim-bench-kernels-report                      # run ./arshim-bench-kernels-{mpich,openmpi} beside this script
   arshim-bench-kernels-report --max 16M --reps 5 --out kernels.csv
@@ -17,8 +19,11 @@ import sys
 import tempfile
 from collections import defaultdict
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # tools/: the arshim package
+from arshim.flavors import FLAVORS  # noqa: E402
+from arshim.sizes import size_text  # noqa: E402
+
 LEVELS = ["scalar", "avx2", "avx512", "neon", "sve"]  # narrowest first; the widest present is "ARShim"
-FLAVORS = ["mpich", "openmpi"]
 
 
 def run_flavor(exe, flavor, args, tmpdir):
@@ -62,13 +67,6 @@ def ratio(a, b):
     return a / b if a is not None and b else None
 
 
-def human(n):
-    for unit, scale in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
-        if n >= scale and n % scale == 0:
-            return f"{n // scale}{unit}"
-    return str(n)
-
-
 def build_report(table):
     levels = [lvl for lvl in LEVELS if any(lvl in impls for impls in table.values())]
     best = levels[-1] if levels else None
@@ -95,7 +93,7 @@ def fmt(v):
 
 
 def print_table(header, rows):
-    shown = [[fmt(human(c) if i == 1 else c) for i, c in enumerate(r)] for r in rows]
+    shown = [[fmt(size_text(c) if i == 1 else c) for i, c in enumerate(r)] for r in rows]
     widths = [max(len(h), *(len(r[i]) for r in shown)) if shown else len(h) for i, h in enumerate(header)]
     print("  ".join(h.rjust(w) for h, w in zip(header, widths)))
     for r in shown:
@@ -122,7 +120,8 @@ def main():
             paths = args.csv
         else:
             paths = []
-            for flavor, exe in (("mpich", args.mpich_exe), ("openmpi", args.openmpi_exe)):
+            for flavor in FLAVORS:
+                exe = getattr(args, f"{flavor}_exe")
                 if os.access(exe, os.X_OK):
                     paths.append(run_flavor(exe, flavor, args, tmp))
                 else:

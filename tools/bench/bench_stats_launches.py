@@ -23,8 +23,8 @@ import statistics
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bench_launch  # noqa: E402  (tools/bench/bench_launch.py)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # tools/: the arshim package
+from arshim import launchers  # noqa: E402
 
 CONFIGS = ("native", "shim", "shim-env", "stats", "stats-all")
 BASES = ("shim-env", "shim", "native")
@@ -46,12 +46,12 @@ def command(flavor, build, config, log, sizes, iters, reps):
         args = ["mpirun.openmpi", "--bind-to", "core", "-n", "2"]
     else:
         args = ["mpirun.mpich", "-bind-to", "core", "-n", "2"]
-    args += bench_launch.env_args(flavor, env)
+    args += launchers.env_args(flavor, env)
     return args + [bench, "--plain", "--sizes", ",".join(map(str, sizes)), "--iters", str(iters), "--reps", str(reps)]
 
 
 def launch(args):
-    stdout = bench_launch.run(args, 300)
+    stdout = launchers.run_benchmark(args, 300)
     return {int(m.group(1)): float(m.group(2)) for m in re.finditer(r"^plain (\d+) ([\d.]+) ", stdout, re.M)}
 
 

@@ -28,6 +28,9 @@ import statistics
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # tools/: the arshim package
+from arshim.sizes import parse_size  # noqa: E402
+
 TABLES = ("arshim-tuned", "arshim-tune-off")
 # Up to 64 KiB (one segment of the smallest) these are the same action: the whole message as one MPI_Iallreduce.
 SAME_ACTION = ("pipelined-64K", "pipelined-256K", "pipelined-1M")
@@ -134,11 +137,6 @@ def decision_config(arshim, table, flavor, nbytes, ppn, nodes):
             return "pipelined-64K" if nbytes <= 64 * 1024 else None
         return f"pipelined-{seg}" if seg else None
     return None
-
-
-def parse_size(text):
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    return int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text)
 
 
 def rescore(outdir, rebuilt, arshim):

@@ -14,6 +14,9 @@ import shlex
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # tools/: the arshim package
+from arshim.flavors import FLAVORS  # noqa: E402
+
 COMPILE_PREFIXES = ("-I", "-D")
 LINK_PREFIXES = ("-L", "-l", "-Wl,")
 
@@ -78,8 +81,8 @@ def flags(flavor, prefix):
 
 
 def main(argv):
-    if len(argv) != 3 or argv[1] not in ("mpich", "openmpi"):
-        print("usage: mpi_flags.py mpich|openmpi PREFIX", file=sys.stderr)
+    if len(argv) != 3 or argv[1] not in FLAVORS:
+        print(f"usage: mpi_flags.py {'|'.join(FLAVORS)} PREFIX", file=sys.stderr)
         return 2
     try:
         compile_flags, link_flags = flags(argv[1], argv[2])

@@ -48,6 +48,7 @@ class Arshim(MesonPackage):
     depends_on("nlohmann-json")
     depends_on("elfutils", when="+libdw")
     depends_on("python@3.9:", type="run")  # the arshim command
+    depends_on("py-jsonschema", type="run")  # arshim report and tune --from-stats validate every log they read
 
     conflicts("^mpt", msg="HPE MPT's ABI is neither MPICH's nor Open MPI's")
     conflicts("^msmpi", msg="ARShim is built for Linux MPI libraries")

@@ -1,0 +1,396 @@
+"""arshim tune: a policy table measured on this machine, under the user's own launcher line (docs/tuning.md).
+
+  arshim tune [--out tuned.toml] [--budget 5m] [--max 64M] [--from-stats run.json] [--resume] -- mpirun -n 4 ...
+
+The launcher line is everything but the program: the tuner appends its measurement program (arshim-tune-probe) and
+runs it once per candidate (a path and its parameters, forced with ARSHIM_PATH and friends) through `arshim run`,
+which preloads the library the way a job would. Each run times the candidate against the library's own allreduce,
+interleaved call by call, at every size of the run, until the medians are stable. Then:
+  1. a coarse sweep: every candidate at a few sizes from 8 B to --max, on every rank and, when the launch has
+     several nodes with several ranks each, also on one rank per node (the layout of a job with one rank per node,
+     measured from the same launch);
+  2. the cost model is fitted to it (arshim-policy tune-table --crossovers) and the sizes where the model's ranking
+     changes are measured, with the sizes of --from-stats, while the budget lasts;
+  3. the table: each size bucket of the measured layout decided by measurement (a candidate only when its win is
+     beyond the noise measured with it), other buckets and layouts (up to --predict-nodes) by the model, merged into
+     as few rules as decide the same, with the machine parameters, MPI, host count, date and command in its header.
+Everything measured is kept in OUT.state.json after every run; --resume continues from it.
+"""
+import argparse
+import datetime
+import json
+import math
+import os
+import shlex
+import subprocess
+import sys
+import time
+
+from . import ToolError, files, launchers, statslog
+from .flavors import launcher_flavor
+from .sizes import parse_size, size_text
+
+SIZES_COARSE = [8, 128, 2048, 16 << 10, 128 << 10, 1 << 20, 8 << 20, 64 << 20]
+# A win on calls shorter than this (the library's median, microseconds) is measured again in a launch of its own
+# before the table takes it: a launch's state moves such calls by up to 2x (docs/tuning.md "arshim tune"), and the
+# second launch costs little there.
+CONFIRM_BELOW_US = 1000.0
+MAX_INPUT_BYTES = 64 << 20  # state files and statistics logs read by the tuner
+
+
+class TuneError(ToolError):
+    pass
+
+
+def read_json(path, what):
+    """A JSON file through the package's bounded reader: a FIFO, a device, /dev/zero or a directory planted at the
+    name is refused in one line instead of blocking or filling memory."""
+    try:
+        return files.read_json(path, MAX_INPUT_BYTES)
+    except files.InputError as e:
+        raise TuneError(f"{what} {e}") from None
+
+
+def parse_duration(text):
+    units = {"s": 1, "m": 60, "h": 3600}
+    t = text.strip().lower()
+    if t and t[-1] in units and t[:-1].replace(".", "", 1).isdigit():
+        return float(t[:-1]) * units[t[-1]]
+    if t.replace(".", "", 1).isdigit():
+        return float(t)
+    raise TuneError(f"--budget {text}: write seconds or minutes, e.g. 300, 90s, 5m")
+
+
+def candidates(ppn, nodes):
+    """The paths and parameters the tuner measures: multi-leader with 1, 2, 4.. leaders (several ranks per node), or
+    at one rank per node on 3, 5, 6 or 7 nodes from 64 KiB with one leader, which is ARShim's ring over the ranks
+    there (shim/paths/multileader.cpp); pipelined with 64 KiB to 1 MiB segments (64 KiB and more), and below 64 KiB
+    the whole message as one non-blocking allreduce (MPICH 4.0.2's is up to 1.8x faster than its blocking one there
+    at one rank per node: docs/tuning.md). Each: (name, ARSHIM_* settings, decision, min bytes, max bytes or None)."""
+    out = []
+    if ppn == 1 and nodes > 2 and nodes & (nodes - 1) and nodes <= 7:  # policy/cost_model.h internode_ring_auto
+        out.append(("multileader-ring", {"ARSHIM_PATH": "multileader", "ARSHIM_LEADERS": "1", "ARSHIM_PIPELINE_K": "1"},
+                    {"path": "multileader", "leaders": 1, "pipeline_k": 1}, 64 << 10, None))
+    if ppn > 1:
+        leaders = 1
+        while leaders <= min(ppn, 8):
+            out.append((f"multileader-l{leaders}",
+                        {"ARSHIM_PATH": "multileader", "ARSHIM_LEADERS": str(leaders), "ARSHIM_PIPELINE_K": "1"},
+                        {"path": "multileader", "leaders": leaders, "pipeline_k": 1}, 0, None))
+            leaders *= 2
+    out.append(("pipelined-one", {"ARSHIM_PATH": "pipelined", "ARSHIM_SEGMENTS": "1", "ARSHIM_WINDOW": "1"},
+                {"path": "pipelined", "segments": 1, "window": 1}, 0, (64 << 10) - 1))
+    for seg in (64 << 10, 256 << 10, 1 << 20):
+        out.append((f"pipelined-{size_text(seg)}",
+                    {"ARSHIM_PATH": "pipelined", "ARSHIM_SEGMENT_BYTES": str(seg), "ARSHIM_WINDOW": "8"},
+                    {"path": "pipelined", "segment_bytes": seg, "window": 8}, seg, None))
+    return out
+
+
+class Tuner:
+    def __init__(self, args):
+        self.args = args
+        self.state_file = args.out + ".state.json"
+        self.state = {"measurements": [], "runs_done": [], "layout": None, "command": None, "flavor": args.mpi}
+        if args.resume:
+            self.state = read_json(self.state_file, "--resume:")
+            if not isinstance(self.state, dict) or not isinstance(self.state.get("measurements"), list) or \
+                    not isinstance(self.state.get("runs_done"), list) or self.state.get("flavor") != args.mpi:
+                raise TuneError(f"--resume: {self.state_file}: not a state file of arshim tune for {args.mpi}")
+            print(f"arshim tune: resuming: {len(self.state['measurements'])} measurements from {self.state_file}",
+                  file=sys.stderr)
+        self.started = time.monotonic()
+        self.run_seconds = []
+        self.library = None
+
+    def preload_library(self, flavor):
+        """The library `arshim run` would preload (`arshim lib`: this arshim's installation or build tree, or
+        ARSHIM_LIB_DIR), so that the ranks load it exactly as a job would."""
+        if self.library is None:
+            p = subprocess.run([self.args.arshim, "lib", "--mpi", flavor], capture_output=True, text=True)
+            if p.returncode != 0:
+                raise TuneError(p.stderr.strip().removeprefix("arshim: ") or f"arshim lib --mpi {flavor} failed")
+            self.library = p.stdout.strip()
+        return self.library
+
+    def save(self):
+        files.write_file(self.state_file, json.dumps(self.state, indent=1))
+
+    def elapsed(self):
+        return time.monotonic() - self.started
+
+    def run_probe(self, name, settings, sizes, shape="all", probe_args=None):
+        """One launch: the probe at `sizes` with the candidate's settings, on every rank or (shape one-per-node) on
+        one rank per node (or with `probe_args` instead). Returns the layout measured, the measurements and the
+        machine parameters printed."""
+        flavor = self.state["flavor"]
+        # This environment's ARSHIM_* settings are replaced by the candidate's (and no tuning, statistics or noise
+        # of the shim's own); the launcher options come from `arshim run`'s own functions, so the ranks load the
+        # library exactly as a job would.
+        for k in [k for k in os.environ if k.startswith("ARSHIM_") and k not in ("ARSHIM_LIB_DIR", "ARSHIM_BUILD_DIR")]:
+            del os.environ[k]
+        os.environ.update({"ARSHIM_TUNE": "off", "ARSHIM_STATS_SUMMARY": "0", "ARSHIM_LOG": "warn"})
+        os.environ.update(settings)
+        path = settings.get("ARSHIM_PATH", "native")
+        command = self.args.command + [self.args.probe[flavor]] + (probe_args or [
+            "--sizes", ",".join(str(s) for s in sizes), "--path", path, "--seconds", str(self.args.seconds_per_size),
+            "--shape", shape])
+        cmd = launchers.preloaded_command(command, flavor, self.preload_library(flavor))
+        cmd = shlex.split(self.args.wrap) + cmd if self.args.wrap else cmd
+        env = launchers.launch_environment(command)
+        try:
+            p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=self.args.run_timeout)
+        except subprocess.TimeoutExpired:
+            raise TuneError(f"{name}: the run took more than {self.args.run_timeout} s: {shlex.join(cmd)}")
+        if p.returncode != 0:
+            tail = (p.stderr or p.stdout).strip().splitlines()[-3:]
+            raise TuneError(f"{name}: the run failed (exit {p.returncode}): {shlex.join(cmd)}\n  " + "\n  ".join(tail))
+        layout, rows, params = None, [], {}
+        for line in p.stdout.splitlines():
+            f = line.strip().split(",")
+            if f[0] == "param" and len(f) == 3:
+                value = float(f[2])
+                if math.isfinite(value) and value > 0:
+                    params[f[1]] = value
+            elif f[0] == "layout" and len(f) == 4:
+                layout = {"nodes": int(f[1]), "ppn": int(f[2]), "ranks": int(f[3])}
+            elif f[0] == "size" and len(f) == 11:
+                rows.append({"bytes": int(f[1]), "reps": int(f[2]), "p25": float(f[3]), "median": float(f[4]),
+                             "p75": float(f[5]), "native_p25": float(f[6]), "native": float(f[7]),
+                             "native_p75": float(f[8]), "served": float(f[9]), "right": int(f[10])})
+        if layout is None and probe_args is None:
+            raise TuneError(f"{name}: the probe printed no layout: {shlex.join(cmd)}")
+        return layout, rows, params
+
+    def measure(self, jobs, phase, launch_round=0):
+        """Runs (name, settings, decision, sizes, shape) jobs in order while the budget lasts, with progress and
+        ETA; their measurements are marked with `launch_round` (1: a confirming launch, tuned_table.h)."""
+        for i, (name, settings, decision, sizes, shape) in enumerate(jobs):
+            key = f"{phase}:{name}:{','.join(map(str, sizes))}" + ("" if shape == "all" else f":{shape}")
+            if key in self.state["runs_done"]:
+                continue
+            mean = sum(self.run_seconds) / len(self.run_seconds) if self.run_seconds else 0
+            left = self.args.budget - self.elapsed()
+            if self.run_seconds and mean > left:
+                print(f"arshim tune: budget reached ({self.elapsed():.0f} s of {self.args.budget:.0f} s): "
+                      f"{len(jobs) - i} {phase} runs left out", file=sys.stderr)
+                return False
+            eta = mean * (len(jobs) - i)
+            where = "" if shape == "all" else f" on {shape}"
+            print(f"arshim tune: [{phase} {i + 1}/{len(jobs)}, {self.elapsed():.0f} s, ETA {eta:.0f} s] {name}{where} "
+                  f"at {len(sizes)} sizes", file=sys.stderr, flush=True)
+            t0 = time.monotonic()
+            layout, rows, _ = self.run_probe(name, settings, sizes, shape)
+            self.run_seconds.append(time.monotonic() - t0)
+            for r in rows:
+                if r["right"] != 1:
+                    raise TuneError(f"{name} at {r['bytes']} B returned a wrong result: not tuning on a broken path")
+                if decision["path"] != "native" and 0 <= r["served"] < 0.9:
+                    print(f"arshim tune: {name} at {r['bytes']} B: the path served {r['served']:.0%} of the calls "
+                          "(declined); not a candidate there", file=sys.stderr)
+                    continue
+                m = dict(decision)
+                m.update(nodes=layout["nodes"], ppn=layout["ppn"], round=launch_round, **{k: r[k] for k in (
+                    "bytes", "p25", "median", "p75", "native_p25", "native", "native_p75")})
+                self.state["measurements"].append(m)
+            self.state["runs_done"].append(key)
+            self.save()
+        return True
+
+    def request(self, extra=None):
+        layout = self.state["layout"]
+        nodes = layout["nodes"]
+        # Every small node count (a job on 3, 5 or 6 nodes is common), then powers of two up to 512.
+        predict_nodes = sorted(set(range(1, 9)) | {16, 32, 64, 128, 256, 512} | {nodes})
+        req = {"flavor": self.state["flavor"], "max_bytes": self.args.max, "predict_nodes": predict_nodes,
+               "predict_ppn": sorted({layout["ppn"], 1}), "measurements": self.state["measurements"],
+               "params": self.state.get("params") or {}}
+        req.update(extra or {})
+        path = self.args.out + ".samples.json"
+        files.write_file(path, json.dumps(req))
+        return path
+
+    def policy_tool(self, *args):
+        p = subprocess.run([self.args.arshim, "policy", "tune-table"] + list(args), capture_output=True, text=True)
+        if p.returncode != 0:
+            raise TuneError("arshim policy tune-table failed: " + (p.stderr.strip() or p.stdout.strip()))
+        return p
+
+    def tune(self):
+        # Phase 0: the layout (one short native run).
+        if self.state["layout"] is None:
+            layout, _, _ = self.run_probe("layout", {"ARSHIM_PATH": "native"}, [8])
+            self.state["layout"] = layout
+            self.save()
+        layout = self.state["layout"]
+        print(f"arshim tune: {self.state['flavor']}, {layout['ranks']} ranks on {layout['nodes']} node(s) x "
+              f"{layout['ppn']}; budget {self.args.budget:.0f} s", file=sys.stderr)
+        # The machine parameters measured directly (memcpy, the library's reduction, ping-pongs within and across
+        # nodes): the model's fit starts from them and stays near them (policy/model_fit.h ParamBit).
+        if not isinstance(self.state.get("params"), dict):
+            _, _, params = self.run_probe("params", {"ARSHIM_PATH": "native"}, [], probe_args=["--params"])
+            self.state["params"] = params
+            self.save()
+            shown = {"copy_bw": ("memcpy", 1e-9, "GB/s"), "gamma": ("reduction", 1e-9, "GB/s"),
+                     "intra_latency": ("latency on a node", 1e6, "us"), "alpha": ("latency across nodes", 1e6, "us"),
+                     "net_bw": ("bandwidth across nodes", 1e-6, "MB/s")}
+            print("arshim tune: machine: " + ", ".join(f"{label} {params[k] * scale:.3g} {unit}" for k, (
+                label, scale, unit) in shown.items() if k in params), file=sys.stderr)
+        # The shapes measured: every rank, and one rank per node when the launch has several of each (a job with
+        # one rank per node -- one per GPU, or hybrid MPI+threads -- decides differently: no node shared memory).
+        shapes = {"all": (layout["nodes"], layout["ppn"])}
+        if layout["nodes"] > 1 and layout["ppn"] > 1:
+            shapes["one-per-node"] = (layout["nodes"], 1)
+
+        def jobs_at(sizes_of):
+            out = []
+            for shape, (nodes, ppn) in shapes.items():
+                for (n, st, d, lo, hi) in candidates(ppn, nodes):
+                    sizes = [s for s in sizes_of(shape) if s >= lo and (hi is None or s <= hi)]
+                    if sizes:
+                        out.append((n, st, d, sizes, shape))
+            return out
+
+        coarse = [s for s in SIZES_COARSE if s <= self.args.max]
+        # Phase 1 runs whole even past the budget: without it there is no table.
+        self.measure(jobs_at(lambda shape: coarse), "coarse")
+        # Its wins on short calls again, each candidate in a launch of its own, before the budget goes to refining.
+        self.confirm(shapes)
+        # Phase 2: where the fitted model's ranking changes, and the user's own sizes, per shape. The plan is kept in
+        # the state: a resumed run measures the sizes planned, not those a refit over more measurements would pick.
+        refine = self.state.get("refine")
+        if not valid_plan(refine, shapes):
+            p = self.policy_tool("--samples", self.request(), "--crossovers")
+            fit = json.loads(p.stdout)
+            user_sizes = set(self.stats_sizes())
+            refine = {}
+            for shape, (nodes, ppn) in shapes.items():
+                sizes = {c["bytes"] // 4 * 4 for c in fit["crossovers"]
+                         if 8 <= c["bytes"] <= self.args.max and c["nodes"] == nodes and c["ppn"] == ppn}
+                refine[shape] = sorted((sizes | user_sizes) - set(coarse))
+            self.state["refine"] = refine
+            self.save()
+            if any(refine.values()):
+                listed = "; ".join(f"{shape}: {' '.join(size_text(s) for s in sizes)}"
+                                   for shape, sizes in refine.items() if sizes)
+                print(f"arshim tune: model after the coarse sweep: median error {fit['median_error']:.0%}; measuring "
+                      f"the sizes where the model's or the measurements' ranking changes: {listed}", file=sys.stderr)
+        if any(refine.values()):
+            self.measure(jobs_at(lambda shape: refine[shape]), "refine")
+            self.confirm(shapes)
+        # The table.
+        origin = {"made_by": "arshim tune", "flavor": self.state["flavor"],
+                  "layout": f"{layout['nodes']} node(s) x {layout['ppn']}",
+                  "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                  "command": "arshim tune -- " + shlex.join(self.args.command), "isa": cpu_isa(),
+                  "probed": " ".join(f"{k}={v:.4g}" for k, v in sorted((self.state.get("params") or {}).items()))}
+        p = self.policy_tool("--samples", self.request({"origin": origin}))
+        for line in p.stderr.strip().splitlines():
+            print(line, file=sys.stderr)
+        files.write_file(self.args.out, p.stdout)
+        print(f"arshim tune: wrote {self.args.out} in {self.elapsed():.0f} s. Use it with ARSHIM_POLICY={self.args.out} "
+              "ARSHIM_POLICY_MODE=prepend (the built-in rules keep deciding the layouts it does not cover); "
+              f"`arshim policy explain --policy {self.args.out} --bytes N --ppn P --nodes H` shows its predictions",
+              file=sys.stderr)
+
+    def confirm(self, shapes):
+        """Measures again, in a launch of its own per candidate, every win beyond the noise on a call shorter than
+        CONFIRM_BELOW_US that no confirming launch has measured yet; the table takes a win only where every launch
+        that measured there saw the candidate faster (policy/tuned_table.cpp confirmed_win). A win the budget leaves
+        unconfirmed stands on its one launch, and the tuner says so."""
+        measured = self.state["measurements"]
+
+        def of(m, nodes, ppn, decision, launch_round):
+            return m["nodes"] == nodes and m["ppn"] == ppn and m.get("round", 0) == launch_round and all(
+                m.get(k) == v for k, v in decision.items())
+
+        jobs = []
+        for shape, (nodes, ppn) in shapes.items():
+            for (name, settings, decision, _, _) in candidates(ppn, nodes):
+                done = {m["bytes"] for m in measured if of(m, nodes, ppn, decision, 1)}
+                wins = {m["bytes"] for m in measured if of(m, nodes, ppn, decision, 0) and
+                        m["p75"] < m["native_p25"] and m["native"] < CONFIRM_BELOW_US}
+                if wins - done:
+                    jobs.append((name, settings, decision, sorted(wins - done), shape))
+        if not jobs:
+            return
+        print(f"arshim tune: confirming {sum(len(j[3]) for j in jobs)} wins on short calls in launches of their own",
+              file=sys.stderr)
+        complete = self.measure(jobs, "confirm", launch_round=1)
+        again = [m for m in measured if m.get("round", 0) == 1]
+        held = sum(1 for m in again if m["median"] < m["native"])  # confirmed_win's test of a confirming launch
+        left = "" if complete else "; the budget left the others unconfirmed (they stand on one launch)"
+        print(f"arshim tune: confirmed {held} of {len(again)} wins on short calls{left}", file=sys.stderr)
+
+    def stats_sizes(self):
+        """The message sizes of the statistics log of --from-stats (validated by main before anything ran): each
+        bucket's average call size, in whole MPI_FLOAT elements as the probe reduces."""
+        sizes = [b["bytes"] // b["calls"] // 4 * 4 for b in self.args.stats_log["buckets"] if b["calls"] > 0] \
+            if self.args.stats_log else []
+        return [s for s in sizes if 8 <= s <= self.args.max]
+
+
+def valid_plan(refine, shapes):
+    """Whether a state file's refine plan is one this run can follow: every shape of the layout, whole sizes
+    (a state file is input like any other)."""
+    return isinstance(refine, dict) and set(refine) == set(shapes) and all(
+        isinstance(sizes, list) and all(isinstance(b, int) and 0 < b <= MAX_INPUT_BYTES for b in sizes)
+        for sizes in refine.values())
+
+
+def cpu_isa():
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((l for l in f if l.startswith("flags")), "")
+    except OSError:
+        return "unknown"
+    return "avx512" if "avx512f" in flags else "avx2" if "avx2" in flags else "scalar"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="arshim tune", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default="tuned.toml", help="the tuned table (default tuned.toml)")
+    parser.add_argument("--budget", default="5m", help="time budget, e.g. 300, 90s, 5m (default 5m)")
+    parser.add_argument("--max", default="64M", help="largest message size measured (default 64M)")
+    parser.add_argument("--from-stats", help="an ARShim statistics log (ARSHIM_STATS) whose sizes to measure too")
+    parser.add_argument("--resume", action="store_true", help="continue from OUT.state.json")
+    parser.add_argument("--mpi", choices=["mpich", "openmpi"], help="MPI flavor (default: from the launcher)")
+    parser.add_argument("--wrap", help="a prefix for every launch, e.g. the emulated cluster's "
+                        "'arshim cluster wrap --ppn 2 --' (docs/cluster.md)")
+    parser.add_argument("--seconds-per-size", type=float, default=1.0, help=argparse.SUPPRESS)
+    parser.add_argument("--run-timeout", type=float, default=600, help=argparse.SUPPRESS)
+    parser.add_argument("--arshim", required=True, help=argparse.SUPPRESS)
+    parser.add_argument("--probe-mpich", help=argparse.SUPPRESS)
+    parser.add_argument("--probe-openmpi", help=argparse.SUPPRESS)
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- the launcher line without a program")
+    args = parser.parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    try:
+        if not command:
+            raise TuneError("no launcher line: arshim tune [options] -- mpirun -n 4 (the tuner adds the program)")
+        args.command = command
+        args.budget = parse_duration(args.budget)
+        try:
+            args.max = parse_size(args.max)
+        except ValueError as e:
+            raise TuneError(str(e)) from None
+        if args.mpi is None:
+            args.mpi = launcher_flavor(command[0])
+            if args.mpi is None:
+                raise TuneError(f"{command[0]}: cannot tell which MPI it launches; pass --mpi mpich|openmpi")
+        # The log is checked before anything is measured: a bad one found after minutes of measuring is no help.
+        try:
+            args.stats_log = statslog.load(args.from_stats) if args.from_stats else None
+        except files.InputError as e:
+            raise TuneError(f"--from-stats {e}") from None
+        args.probe = {"mpich": args.probe_mpich, "openmpi": args.probe_openmpi}
+        if not args.probe[args.mpi]:
+            raise TuneError(f"no arshim-tune-probe-{args.mpi}: ARShim was built without {args.mpi}")
+        Tuner(args).tune()
+    except ToolError as e:
+        print(f"arshim tune: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("arshim tune: interrupted; what was measured is kept: --resume continues", file=sys.stderr)
+        return 130
+    return 0
