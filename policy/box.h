@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/vocabulary.h"
+#include "policy/routing_words.h"
 
 namespace arshim::policy {
 

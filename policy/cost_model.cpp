@@ -344,7 +344,7 @@ double native_time(const MachineParams& m, const Shape& s, Flavor flavor) {
     return mpich_allreduce(m, s, n).total();
 }
 
-double pipelined_time(const MachineParams& m, const Shape& s, const Decision& d, Flavor flavor) {
+double pipelined_time(const MachineParams& m, const Shape& s, const PipelinedParams& d, Flavor flavor) {
     const double n = static_cast<double>(s.bytes);
     // Listing 1 (fixed segment size, the last segment takes the remainder) wins over Listing 2 (a fixed count of
     // equal segments), as in the shim; no segment is smaller than an element.
@@ -360,7 +360,7 @@ double pipelined_time(const MachineParams& m, const Shape& s, const Decision& d,
     return segmented(m, Layout{s.ppn * s.nodes, s.ppn, 1}, seg, nseg, n - (nseg - 1) * seg, w, flavor);
 }
 
-double multileader_time(const MachineParams& m, const Shape& s, const Decision& d, Flavor flavor) {
+double multileader_time(const MachineParams& m, const Shape& s, const MultileaderParams& d, Flavor flavor) {
     const double n = static_cast<double>(s.bytes);
     if (s.ppn <= 1) {
         // One rank per node: no node phase. Where the inter-node step takes ARShim's ring, the whole call goes round
@@ -401,13 +401,40 @@ double multileader_time(const MachineParams& m, const Shape& s, const Decision& 
 }
 
 double predict(const MachineParams& m, const Shape& s, const Decision& d, Flavor flavor) {
-    switch (d.path) {
-    case Path::native: return native_time(m, s, flavor);
-    case Path::pipelined: return pipelined_time(m, s, d, flavor);
-    case Path::multileader: return multileader_time(m, s, d, flavor);
-    default: return std::numeric_limits<double>::quiet_NaN();  // sharp, reproducible: no model
-    }
+    return std::visit(
+        [&](const auto& p) {
+            if constexpr (std::is_same_v<std::decay_t<decltype(p)>, std::monostate>)
+                return std::numeric_limits<double>::quiet_NaN();
+            else
+                return path_cost(m, s, p, flavor);  // the path's own (policy/paths/<path>.h)
+        },
+        d.params);
 }
+
+}  // namespace arshim::policy::model
+
+namespace arshim::policy {
+
+// The paths' costs (declared with each path's parameters, policy/paths/). sharp and reproducible have no model.
+double path_cost(const model::MachineParams& m, const model::Shape& s, const NativeParams&, Flavor flavor) {
+    return model::native_time(m, s, flavor);
+}
+double path_cost(const model::MachineParams& m, const model::Shape& s, const PipelinedParams& p, Flavor flavor) {
+    return model::pipelined_time(m, s, p, flavor);
+}
+double path_cost(const model::MachineParams& m, const model::Shape& s, const MultileaderParams& p, Flavor flavor) {
+    return model::multileader_time(m, s, p, flavor);
+}
+double path_cost(const model::MachineParams&, const model::Shape&, const SharpParams&, Flavor) {
+    return std::numeric_limits<double>::quiet_NaN();
+}
+double path_cost(const model::MachineParams&, const model::Shape&, const ReproducibleParams&, Flavor) {
+    return std::numeric_limits<double>::quiet_NaN();
+}
+
+}  // namespace arshim::policy
+
+namespace arshim::policy::model {
 
 double ring_eq1(double alpha, double beta, double gamma, double delta, int processes, double bytes) {
     const double p = processes, f = (p - 1) / p;

@@ -48,7 +48,7 @@ double native_time(const MachineParams& m, const Shape& shape, Flavor flavor);
 
 // ARShim's pipelined path (seed 000 §5, Listings 1 and 2, costs from Table 1): one MPI_Iallreduce per segment, at most
 // `window` in flight. Uses d.segment_bytes (wins) or d.segments, and d.window (0 = all).
-double pipelined_time(const MachineParams& m, const Shape& shape, const Decision& d, Flavor flavor);
+double pipelined_time(const MachineParams& m, const Shape& shape, const PipelinedParams& d, Flavor flavor);
 
 // ARSHIM_INTERNODE=auto (shim/paths/multileader.cpp): whether the multi-leader path's inter-node step on a partition
 // of `partition_bytes` among `nodes` leaders goes round ARShim's ring rather than the library's allreduce. Here so
@@ -82,9 +82,10 @@ inline constexpr bool node_reduces_directly(uint64_t bytes, int ppn) {
 // memory, each of d.leaders leaders reduces n/l bytes over ppn inputs, l concurrent inter-node allreduces of n/l
 // bytes (on ARShim's ring where internode_ring_auto says so), copy out. On one node, where node_reduces_directly:
 // one copy in, one wait, every rank reduces the whole vector.
-double multileader_time(const MachineParams& m, const Shape& shape, const Decision& d, Flavor flavor);
+double multileader_time(const MachineParams& m, const Shape& shape, const MultileaderParams& d, Flavor flavor);
 
-// Dispatch on d.path. sharp and reproducible have no model: NaN.
+// The cost of the decision's path (its path_cost, declared with its parameters in policy/paths/); NaN where a path
+// has no model (sharp, reproducible).
 double predict(const MachineParams& m, const Shape& shape, const Decision& d, Flavor flavor);
 
 // Seed 004 Eq. 1: ring allreduce of n bytes on P processes, 2(P-1)alpha + 2(P-1)/P n beta + (P-1)/P (n/delta) gamma,

@@ -32,59 +32,50 @@ const Table& builtin_table() {
     return table;
 }
 
-// The fallback when no rule matches: native, with every parameter sane in case ARSHIM_PATH forces a path.
-Decision fallback_decision() {
-    Decision d;
-    d.path = Path::native;
-    d.segment_bytes = kDefaultSegmentBytes;
-    d.window = kDefaultWindow;
-    d.leaders = kDefaultLeaders;
-    d.pipeline_k = kDefaultPipelineK;
-    d.rule = -1;
-    return d;
+// ARSHIM_* variables beat the table: ARSHIM_PATH forces a path (the rule's parameters stay when it named that path,
+// else the path's defaults), then every key of the decision's path with a variable set takes its value, then the op
+// handed to MPI. Returns whether anything changed the decision.
+bool apply_overrides(const Config& cfg, Decision* d) {
+    const Decision before = *d;
+    Path path = Path::native;
+    if (cfg.text(OptionId::path) != "auto" && parse_path(cfg.text(OptionId::path), &path)) set_path(*d, path);
+    std::vector<std::pair<int, int64_t>> values;
+    KeyMask written = 0;
+    int index = 0;
+    for_each_key(*d, [&](const KeyView& k) {
+        if (k.env != OptionId::count && cfg.number(k.env) > 0) {
+            values.emplace_back(index, cfg.number(k.env));
+            written |= 1u << index;
+        }
+        ++index;
+    });
+    for (const auto& [i, v] : values) set_key(*d, i, v);
+    finish_keys(*d, written);
+    const std::string& kernel = cfg.text(OptionId::kernel_for_mpi);
+    if (kernel == "native" || kernel == "simd") d->kernel = kernel == "simd" ? KernelChoice::simd : KernelChoice::native;
+    return !same_action(before, *d) || before.kernel != d->kernel;
 }
 
-// ARSHIM_* variables beat the table. Returns "NAME=value ..." for those that change decisions.
-std::string apply_overrides(const Config& cfg, Decision* d) {
+// "NAME=value ..." of the variables that change decisions (for the policy's source line): ARSHIM_PATH, each
+// parameter's variable that takes effect on its path (ARSHIM_SEGMENTS does not where ARSHIM_SEGMENT_BYTES wins), and
+// ARSHIM_KERNEL_FOR_MPI.
+std::string describe_overrides(const Config& cfg) {
     std::string applied;
     auto note = [&](OptionId id) {
-        if (!applied.empty()) applied += ' ';
-        applied += option_spec(id).name;
-        applied += '=';
-        applied += cfg.text(id);
+        const std::string item = std::string(option_spec(id).name) + "=" + cfg.text(id);
+        if (applied.find(item) == std::string::npos) applied += (applied.empty() ? "" : " ") + item;
     };
     Path path = Path::native;
-    if (cfg.text(OptionId::path) != "auto" && parse_path(cfg.text(OptionId::path), &path)) {
-        d->path = path;
-        note(OptionId::path);
-    }
-    // As documented in the option table: ARSHIM_SEGMENT_BYTES wins over ARSHIM_SEGMENTS.
-    if (cfg.number(OptionId::segment_bytes) > 0) {
-        d->segment_bytes = static_cast<uint64_t>(cfg.number(OptionId::segment_bytes));
-        d->segments = 0;
-        note(OptionId::segment_bytes);
-    } else if (cfg.number(OptionId::segments) > 0) {
-        d->segments = static_cast<uint32_t>(cfg.number(OptionId::segments));
-        d->segment_bytes = 0;
-        note(OptionId::segments);
-    }
-    if (cfg.number(OptionId::window) > 0) {
-        d->window = static_cast<uint32_t>(cfg.number(OptionId::window));
-        note(OptionId::window);
-    }
-    if (cfg.number(OptionId::leaders) > 0) {
-        d->leaders = static_cast<uint32_t>(cfg.number(OptionId::leaders));
-        note(OptionId::leaders);
-    }
-    if (cfg.number(OptionId::pipeline_k) > 0) {
-        d->pipeline_k = static_cast<uint32_t>(cfg.number(OptionId::pipeline_k));
-        note(OptionId::pipeline_k);
+    if (cfg.text(OptionId::path) != "auto" && parse_path(cfg.text(OptionId::path), &path)) note(OptionId::path);
+    for (std::size_t p = 0; p < vocab::kPathCount; ++p) {
+        Decision d = decision_for(static_cast<Path>(p));
+        if (!apply_overrides(cfg, &d)) continue;
+        for_each_key(d, [&](const KeyView& k) {
+            if (k.env != OptionId::count && cfg.number(k.env) > 0 && k.value == cfg.number(k.env)) note(k.env);
+        });
     }
     const std::string& kernel = cfg.text(OptionId::kernel_for_mpi);
-    if (kernel == "native" || kernel == "simd") {
-        d->kernel = kernel == "simd" ? KernelChoice::simd : KernelChoice::native;
-        note(OptionId::kernel_for_mpi);
-    }
+    if (kernel == "native" || kernel == "simd") note(OptionId::kernel_for_mpi);
     return applied;
 }
 
@@ -97,33 +88,6 @@ bool parse_dtype_class(const std::string& name, DtypeClass* out) { return parse(
 bool parse_op(const std::string& name, vocab::Op* out) { return parse(kOpWords, name, out); }
 bool parse_flavor(const std::string& name, Flavor* out) { return parse(kFlavorWords, name, out); }
 
-std::string describe_decision(const Decision& d) {
-    std::string out = path_name(d.path);
-    switch (d.path) {
-    case Path::pipelined:
-        out += d.segment_bytes > 0 ? " segment_bytes=" + format_size(static_cast<int64_t>(d.segment_bytes))
-                                   : " segments=" + std::to_string(d.segments);
-        out += " window=" + std::to_string(d.window);
-        out += std::string(" kernel=") + kernel_choice_name(d.kernel);
-        break;
-    case Path::multileader:
-        out += " leaders=" + std::to_string(d.leaders) + " pipeline_k=" + std::to_string(d.pipeline_k);
-        out += std::string(" kernel=") + kernel_choice_name(d.kernel);
-        break;
-    case Path::sharp:
-        out += std::string(" sharp_mode=") + sharp_mode_name(d.sharp_mode) +
-               " sharp_leaders=" + sharp_leaders_name(d.sharp_leaders);
-        break;
-    case Path::reproducible:
-        out += std::string(" algorithm=") + repro_algorithm_name(d.algorithm);
-        if (d.algorithm == ReproAlgorithm::node || d.algorithm == ReproAlgorithm::automatic)
-            out += " leaders=" + std::to_string(d.leaders);
-        break;
-    case Path::native:
-    case Path::count: break;
-    }
-    return out;
-}
 
 // ---- text forms ----
 
@@ -218,9 +182,9 @@ struct PolicyBuilder {
             PolicyRule rule;
             rule.match = spec.match;
             rule.decision = spec.action;
-            const std::string overridden = apply_overrides(cfg, &rule.decision);
+            const bool overridden = apply_overrides(cfg, &rule.decision);
             // A measured choice stays measured only as it was measured: an override changes what it decides.
-            rule.decision.measured = spec.evidence.kind == EvidenceKind::measured && overridden.empty();
+            rule.decision.measured = spec.evidence.kind == EvidenceKind::measured && !overridden;
             rule.decision.rule = static_cast<int>(policy.rules_.size());
             rule.where = table.source + ":" + std::to_string(spec.line);
             rule.name = spec.name;
@@ -280,8 +244,9 @@ struct PolicyBuilder {
         if (result.file_used) add(*policy, file, cfg);
         if (!result.file_used || prepend) add(*policy, builtin, cfg);
 
-        policy->fallback_ = fallback_decision();
-        policy->overrides_ = apply_overrides(cfg, &policy->fallback_);
+        policy->fallback_ = decision_for(Path::native);  // no rule matched
+        apply_overrides(cfg, &policy->fallback_);
+        policy->overrides_ = describe_overrides(cfg);
         policy->file_used_ = result.file_used;
         if (file_text == nullptr) policy->source_ = kBuiltinPolicyName;
         else if (!result.file_used) policy->source_ = std::string(kBuiltinPolicyName) + " (" + name + " rejected)";

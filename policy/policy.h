@@ -13,24 +13,14 @@
 #include "kernels/kernels.h"
 #include "policy/box.h"
 #include "policy/config.h"
+#include "policy/decision.h"
 
 namespace arshim::policy {
 
-// Paths, datatype classes and ops are the vocabulary's (kernels/vocabulary.h); the rest is the policy's own.
+// Datatype classes and ops are the kernels' vocabulary (kernels/vocabulary.h); paths and reasons the routing words
+// (policy/routing_words.h); the rest is the policy's own.
 using vocab::DtypeClass;
 using vocab::dtype_class_name;
-using vocab::Path;
-using vocab::path_name;
-
-enum class KernelChoice : uint8_t { native, simd };     // op handed to MPI inside the paths
-enum class SharpMode : uint8_t { automatic, llt, sat };
-enum class SharpLeaders : uint8_t { node, socket };
-// How the reproducible path sums in rank order (shim/paths/reproducible.cpp, docs/reproducible.md).
-enum class ReproAlgorithm : uint8_t { automatic, gather, exchange, node };
-inline constexpr const char* kKernelChoiceNames[] = {"native", "simd"};
-inline constexpr const char* kSharpModeNames[] = {"auto", "llt", "sat"};
-inline constexpr const char* kSharpLeadersNames[] = {"node", "socket"};
-inline constexpr const char* kReproAlgorithmNames[] = {"auto", "gather", "exchange", "node"};
 inline constexpr const char* kFlavorNames[] = {"mpich", "openmpi"};
 static_assert(std::size(kFlavorNames) == kFlavorCount, "one name per flavor");
 // The names a policy file may use for each closed choice (a derived datatype never reaches the policy).
@@ -38,10 +28,6 @@ inline constexpr vocab::Words kPathWords{vocab::kPathNames};
 inline constexpr vocab::Words kDtypeWords{vocab::kDtypeClassNames, vocab::kPolicyDtypeClassCount};
 inline constexpr vocab::Words kOpWords{vocab::kOpNames};
 inline constexpr vocab::Words kFlavorWords{kFlavorNames};
-inline constexpr vocab::Words kKernelChoiceWords{kKernelChoiceNames};
-inline constexpr vocab::Words kSharpModeWords{kSharpModeNames};
-inline constexpr vocab::Words kSharpLeadersWords{kSharpLeadersNames};
-inline constexpr vocab::Words kReproAlgorithmWords{kReproAlgorithmNames};
 
 // Everything a decision may depend on. All fields are identical on every rank of a communicator for the same
 // call (the shim guarantees that), so every rank decides the same.
@@ -57,35 +43,12 @@ struct CallFacts {
     bool reproducible = false;   // ARSHIM_REPRODUCIBLE covers this call: it must be summed in rank order
 };
 
-struct Decision {
-    Path path = Path::native;
-    uint32_t segments = 0;        // pipelined: fixed number of segments (0 = use segment_bytes)
-    uint64_t segment_bytes = 0;   // pipelined: fixed segment size
-    uint32_t window = 0;          // pipelined: requests in flight (0 = all)
-    uint32_t leaders = 1;         // multileader: leaders per node
-    uint32_t pipeline_k = 1;      // multileader: pieces per inter-node allreduce
-    KernelChoice kernel = KernelChoice::native;
-    SharpMode sharp_mode = SharpMode::automatic;
-    SharpLeaders sharp_leaders = SharpLeaders::node;
-    ReproAlgorithm algorithm = ReproAlgorithm::automatic;  // reproducible path
-    bool measured = false;        // the rule's choice was measured on this machine (evidence = "measured"): online
-                                  // tuning does not explore it again
-    int rule = -1;                // index of the rule that matched, -1 when none (built-in fallback: native)
-};
-
 // Names as the policy file, the tools and the logs spell them.
-inline const char* kernel_choice_name(KernelChoice k) { return vocab::name_of(kKernelChoiceNames, k); }
-inline const char* sharp_mode_name(SharpMode mode) { return vocab::name_of(kSharpModeNames, mode); }
-inline const char* sharp_leaders_name(SharpLeaders l) { return vocab::name_of(kSharpLeadersNames, l); }
-inline const char* repro_algorithm_name(ReproAlgorithm a) { return vocab::name_of(kReproAlgorithmNames, a); }
 inline const char* flavor_name(Flavor flavor) { return vocab::name_of(kFlavorNames, flavor); }
 bool parse_path(const std::string& name, Path* out);
 bool parse_dtype_class(const std::string& name, DtypeClass* out);
 bool parse_op(const std::string& name, vocab::Op* out);
 bool parse_flavor(const std::string& name, Flavor* out);
-
-// "pipelined segment_bytes=1M window=8 kernel=native": the path and the parameters that path uses.
-std::string describe_decision(const Decision& decision);
 
 // What a rule's choice rests on, as a tuned table or the tuning cache records it (docs/tuning.md): measured here, or
 // predicted by the cost model, with the times. Informational for everything but `measured` (Decision::measured).

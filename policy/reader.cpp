@@ -18,11 +18,18 @@ namespace {
 
 constexpr const char* kTopKeys[] = {"version", "origin", "model", "rule"};
 constexpr std::size_t kMaxHeaderKeys = 64;  // [origin] and [model] entries
-constexpr const char* kRuleKeys[] = {"name",    "mpi",      "bytes",         "ppn",    "nodes",   "comm_size",
-                                     "dtype",   "op",       "path",          "segments", "segment_bytes",
-                                     "window",  "leaders",  "pipeline_k",    "kernel", "sharp_mode", "sharp_leaders",
-                                     "library_bug", "reproducible", "algorithm", "evidence", "time_us", "native_us",
-                                     "note"};
+// The keys a rule may hold: what it matches, its path, the op it hands MPI, every path's parameters (from the paths'
+// key tables, policy/decision.h), and the informational ones.
+const std::vector<const char*>& rule_keys() {
+    static const std::vector<const char*> keys = [] {
+        std::vector<const char*> out{"name", "mpi", "bytes", "ppn", "nodes", "comm_size", "dtype", "op",
+                                     "library_bug", "reproducible", "path", "kernel"};
+        for (const char* k : all_key_names()) out.push_back(k);
+        for (const char* k : {"evidence", "time_us", "native_us", "note"}) out.push_back(k);
+        return out;
+    }();
+    return keys;
+}
 
 constexpr uint64_t kMaxCount = 0xFFFFFFFFull;  // CallFacts counts are 32-bit
 
@@ -31,7 +38,8 @@ constexpr int kMaxKeyParts = 16;
 constexpr std::size_t kMaxNesting = 16;
 constexpr std::size_t kReachabilityWork = 2000000;  // box tests for the whole table; beyond: not checked
 
-std::string join(const vocab::Words& words) {
+template <typename Words>
+std::string join(const Words& words) {
     std::string out;
     for (const char* w : words) {
         if (!out.empty()) out += ", ";
@@ -106,8 +114,8 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
     return row[b.size()];
 }
 
-template <std::size_t N>
-std::string did_you_mean(std::string_view key, const char* const (&words)[N]) {
+template <typename Words>
+std::string did_you_mean(std::string_view key, const Words& words) {
     if (key.size() > 40) return "";
     const char* best = nullptr;
     std::size_t best_distance = 3;  // suggest only close misspellings
@@ -152,11 +160,22 @@ public:
 
     bool read(const toml::table& table, RuleSpec* rule) {
         const int errors_before = report_.errors();
+        // The path first: it says which parameters the rule's other keys set (the keys come in any order).
+        const toml::node* path_node = table.get("path");
         bool have_path = false;
+        if (path_node != nullptr) {
+            line_ = line_of(path_node->source());
+            key_ = "path";
+            Path path = Path::native;
+            have_path = read_choice(*path_node, kPathWords, &path);
+            if (have_path) rule->action = decision_for(path);
+        }
+        KeyMask written = 0;
         for (auto&& [key, node] : table) {
             line_ = line_of(key.source());
             const std::string_view k = key.str();
             key_ = std::string(k);
+            if (k == "path") continue;
             if (k == "name") read_name(node, &rule->name);
             else if (k == "note") read_note(node, &rule->note);
             else if (k == "mpi") read_set(node, "MPI flavor", kFlavorWords, &rule->match.mpis);
@@ -168,42 +187,37 @@ public:
             else if (k == "comm_size") read_counts(node, &rule->match.dim[Box::comm_size]);
             else if (k == "library_bug") read_yes_no(node, &rule->match.bugs, kLibraryBug, kNoLibraryBug);
             else if (k == "reproducible") read_yes_no(node, &rule->match.repros, kReproducible, kNotReproducible);
-            else if (k == "algorithm")
-                read_choice(node, kReproAlgorithmWords, &rule->action.algorithm, kSetAlgorithm, rule);
             else if (k == "evidence") read_choice(node, kEvidenceWords, &rule->evidence.kind);
             else if (k == "time_us") read_micros(node, &rule->evidence.time_us);
             else if (k == "native_us") read_micros(node, &rule->evidence.native_us);
-            else if (k == "path") {
-                have_path = true;
-                read_choice(node, kPathWords, &rule->action.path);
+            else if (k == "kernel") read_choice(node, kKernelChoiceWords, &rule->action.kernel);
+            else if (const int index = have_path ? key_index(rule->action.path(), k) : -1; index >= 0)
+                read_parameter(node, index, rule, &written);
+            else if (const uint32_t owners = paths_with_key(k); owners != 0) {
+                if (have_path) {
+                    // Another path's parameter: harmless (an earlier version of the rule, a path forced in a test),
+                    // and unused.
+                    report_.warning(line_, prefix_ + key_ + " is a parameter of " + path_list(owners) + ", not of " +
+                                               path_name(rule->action.path()) + ": ignored");
+                } else {
+                    // No path (an error already): the value is still checked, so that one reading shows every
+                    // problem.
+                    RuleSpec scratch;
+                    scratch.action = decision_for(static_cast<Path>(__builtin_ctz(owners)));
+                    KeyMask ignored = 0;
+                    read_parameter(node, key_index(scratch.action.path(), k), &scratch, &ignored);
+                }
+            } else {
+                report_.error(line_, prefix_ + "unknown key '" + escape(k, 40) + "'" + did_you_mean(k, rule_keys()) +
+                                         "; allowed: " + join(rule_keys()));
             }
-            else if (k == "segments")
-                read_integer(node, OptionId::segments, &rule->action.segments, kSetSegments, rule);
-            else if (k == "segment_bytes") read_segment_bytes(node, rule);
-            else if (k == "window") read_integer(node, OptionId::window, &rule->action.window, kSetWindow, rule);
-            else if (k == "leaders") read_integer(node, OptionId::leaders, &rule->action.leaders, kSetLeaders, rule);
-            else if (k == "pipeline_k")
-                read_integer(node, OptionId::pipeline_k, &rule->action.pipeline_k, kSetPipelineK, rule);
-            else if (k == "kernel") read_choice(node, kKernelChoiceWords, &rule->action.kernel, kSetKernel, rule);
-            else if (k == "sharp_mode")
-                read_choice(node, kSharpModeWords, &rule->action.sharp_mode, kSetSharpMode, rule);
-            else if (k == "sharp_leaders")
-                read_choice(node, kSharpLeadersWords, &rule->action.sharp_leaders, kSetSharpLeaders, rule);
-            else
-                report_.error(line_, prefix_ + "unknown key '" + escape(k, 40) + "'" + did_you_mean(k, kRuleKeys) +
-                                         "; allowed: " + join(kRuleKeys));
         }
         line_ = rule->line;
-        if (!have_path)
+        if (path_node == nullptr)
             report_.error(line_, prefix_ + "no 'path'; allowed: " + join(kPathWords));
-        if ((rule->set & kSetSegments) && (rule->set & kSetSegmentBytes)) {
+        if (rule->action.path() == Path::pipelined && (written & 3u) == 3u)  // PipelinedParams' first two keys
             report_.warning(line_, prefix_ + "sets both segments and segment_bytes; segment_bytes wins");
-            rule->action.segments = 0;
-        }
-        if (!(rule->set & (kSetSegments | kSetSegmentBytes))) rule->action.segment_bytes = kDefaultSegmentBytes;
-        if (!(rule->set & kSetWindow)) rule->action.window = kDefaultWindow;
-        if (!(rule->set & kSetLeaders)) rule->action.leaders = kDefaultLeaders;
-        if (!(rule->set & kSetPipelineK)) rule->action.pipeline_k = kDefaultPipelineK;
+        finish_keys(rule->action, written);
         return report_.errors() == errors_before;
     }
 
@@ -235,10 +249,6 @@ private:
         if (index < 0) return bad(node, "is not recognized", allowed), false;
         *out = static_cast<Enum>(index);
         return true;
-    }
-    template <typename Enum>
-    void read_choice(const toml::node& node, const vocab::Words& names, Enum* out, uint32_t bit, RuleSpec* rule) {
-        if (read_choice(node, names, out)) rule->set |= bit;
     }
 
     // A time in microseconds (evidence of a tuned rule): a non-negative number.
@@ -373,28 +383,52 @@ private:
         *buckets = b;
     }
 
-    template <typename T>
-    void read_integer(const toml::node& node, OptionId option, T* out, uint32_t bit, RuleSpec* rule) {
-        const int64_t max = option_spec(option).max;
-        const std::string allowed = "an integer in [1, " + std::to_string(max) + "]";
-        const auto* i = node.as_integer();
-        if (i == nullptr) return wrong_type(node, allowed);
-        if (i->get() < 1 || i->get() > max) return bad(node, "is out of range", allowed);
-        *out = static_cast<T>(i->get());
-        rule->set |= bit;
+    // A parameter of the rule's path, by its key table: a count or a size within the key's limits, or one of its
+    // names.
+    void read_parameter(const toml::node& node, int index, RuleSpec* rule, KeyMask* written) {
+        KeyView key{};
+        int i = 0;
+        for_each_key(rule->action, [&](const KeyView& k) {
+            if (i++ == index) key = k;
+        });
+        int64_t v = 0;
+        switch (key.kind) {
+        case KeyKind::choice: {
+            const std::string allowed = join(*key.words);
+            const auto* s = node.as_string();
+            if (s == nullptr) return wrong_type(node, allowed);
+            v = key.words->find(s->get());
+            if (v < 0) return bad(node, "is not recognized", allowed);
+            break;
+        }
+        case KeyKind::size: {
+            const std::string allowed = "a size in [" + format_size(key.min) + ", " + format_size(key.max) +
+                                        "] such as 256K or 1M";
+            if (const auto* n = node.as_integer()) v = n->get();
+            else if (const auto* s = node.as_string()) {
+                if (!parse_size(s->get(), &v)) return bad(node, "is not a size", allowed);
+            } else return wrong_type(node, allowed);
+            if (v < key.min || v > key.max) return bad(node, "is out of range", allowed);
+            break;
+        }
+        case KeyKind::count: {
+            const std::string allowed = "an integer in [" + std::to_string(key.min) + ", " + std::to_string(key.max) + "]";
+            const auto* n = node.as_integer();
+            if (n == nullptr) return wrong_type(node, allowed);
+            v = n->get();
+            if (v < key.min || v > key.max) return bad(node, "is out of range", allowed);
+            break;
+        }
+        }
+        set_key(rule->action, index, v);
+        *written |= 1u << index;
     }
 
-    void read_segment_bytes(const toml::node& node, RuleSpec* rule) {
-        const int64_t max = option_spec(OptionId::segment_bytes).max;
-        const std::string allowed = "a size in [1, " + format_size(max) + "] such as 256K or 1M";
-        int64_t v = 0;
-        if (const auto* i = node.as_integer()) v = i->get();
-        else if (const auto* s = node.as_string()) {
-            if (!parse_size(s->get(), &v)) return bad(node, "is not a size", allowed);
-        } else return wrong_type(node, allowed);
-        if (v < 1 || v > max) return bad(node, "is out of range", allowed);
-        rule->action.segment_bytes = static_cast<uint64_t>(v);
-        rule->set |= kSetSegmentBytes;
+    static std::string path_list(uint32_t paths) {
+        std::string out;
+        for (std::size_t p = 0; p < vocab::kPathCount; ++p)
+            if (paths >> p & 1u) out += (out.empty() ? "" : ", ") + std::string(vocab::kPathNames[p]);
+        return out;
     }
 
     Reporter& report_;

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "policy/config.h"
+#include "policy/rule_writer.h"
 
 namespace arshim::policy {
 
@@ -117,68 +118,16 @@ std::string bytes_word(const Interval& b) {
     return size_word(b.lo) + ".." + (b.hi == kUnbounded ? "" : size_word(b.hi));
 }
 
-// 8, or "2..=4" (the reader's inclusive form).
-std::string count_value(const Interval& c) {
-    if (c.hi == c.lo + 1) return std::to_string(c.lo);
-    return "\"" + std::to_string(c.lo) + "..=" + std::to_string(c.hi - 1) + "\"";
-}
-
+// 8, or "2..=4".
 std::string count_word(const Interval& c) {
-    const std::string v = count_value(c);
-    return v.front() == '"' ? v.substr(1, v.size() - 2) : v;
-}
-
-// A TOML basic string: quotes and backslashes escaped, anything outside printable ASCII replaced (policy files are
-// plain ASCII, docs/policy.md).
-std::string toml_string(const std::string& s) {
-    std::string out = "\"";
-    for (const char c : s) {
-        if (c == '"' || c == '\\') out += '\\', out += c;
-        else if (c >= 0x20 && c < 0x7f) out += c;
-        else out += '?';
-    }
-    return out + "\"";
-}
-
-// A bare TOML key: letters, digits, '_' and '-' (others become '_').
-std::string bare_key(const std::string& s) {
-    std::string out = s.empty() ? "_" : s;
-    for (char& c : out)
-        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') c = '_';
-    return out;
+    if (c.hi == c.lo + 1) return std::to_string(c.lo);
+    return std::to_string(c.lo) + "..=" + std::to_string(c.hi - 1);
 }
 
 std::string number(double v, const char* format = "%.2f") {
     char text[64];
     std::snprintf(text, sizeof text, format, v);
     return text;
-}
-
-// The path's parameters as policy keys (docs/policy.md, Actions).
-std::string action_keys(const Decision& d) {
-    std::string out = "path = \"" + std::string(path_name(d.path)) + "\"\n";
-    switch (d.path) {
-    case Path::pipelined:
-        if (d.segment_bytes > 0) out += "segment_bytes = " + std::to_string(d.segment_bytes) + "\n";
-        else if (d.segments > 0) out += "segments = " + std::to_string(d.segments) + "\n";
-        if (d.window > 0) out += "window = " + std::to_string(d.window) + "\n";
-        out += std::string("kernel = \"") + kernel_choice_name(d.kernel) + "\"\n";
-        break;
-    case Path::multileader:
-        out += "leaders = " + std::to_string(d.leaders) + "\npipeline_k = " + std::to_string(d.pipeline_k) + "\n";
-        out += std::string("kernel = \"") + kernel_choice_name(d.kernel) + "\"\n";
-        break;
-    case Path::sharp:
-        out += std::string("sharp_mode = \"") + sharp_mode_name(d.sharp_mode) + "\"\nsharp_leaders = \"" +
-               sharp_leaders_name(d.sharp_leaders) + "\"\n";
-        break;
-    case Path::reproducible:
-        out += std::string("algorithm = \"") + repro_algorithm_name(d.algorithm) + "\"\nleaders = " +
-               std::to_string(d.leaders) + "\n";
-        break;
-    default: break;
-    }
-    return out;
 }
 
 // "12.30 us" or "8.10..15.00 us" over the points that have the value; "" when none has.
@@ -193,9 +142,9 @@ std::string time_span(const std::vector<PointDecision>& points, double PointDeci
 // The chosen time of a point: measured when it was, else predicted.
 double chosen_us(const PointDecision& p) { return p.measured_us >= 0 ? p.measured_us : p.predicted_us; }
 
-// "# measured 8.10..15.00 us, predicted 9.00 us, native 20.00..31.00 us: 2.05x native (3 points)". The speed-up is
-// total native time over total chosen time, over the points that have both.
-std::string comment_line(const MergedRule& rule) {
+// "measured 8.10..15.00 us, predicted 9.00 us, native 20.00..31.00 us: 2.05x native (3 points)": the rule's note.
+// The speed-up is total native time over total chosen time, over the points that have both.
+std::string points_note(const MergedRule& rule) {
     std::string parts;
     auto add = [&parts](const char* label, const std::string& span) {
         if (span.empty()) return;
@@ -211,12 +160,34 @@ std::string comment_line(const MergedRule& rule) {
     if (chosen > 0) parts += ": " + number(native / chosen) + "x native";
     if (parts.empty()) parts = "no times recorded";
     const std::size_t n = rule.points.size();
-    return "# " + parts + " (" + std::to_string(n) + (n == 1 ? " point)" : " points)") + "\n";
+    return parts + " (" + std::to_string(n) + (n == 1 ? " point)" : " points)");
+}
+
+// A merged rule as a policy rule: its ranges, its decision, its evidence (measured when every point was), the times
+// of its largest point.
+RuleSpec as_rule(const MergedRule& merged) {
+    RuleSpec rule;
+    rule.name = "tuned: nodes " + count_word(merged.nodes) + ", ppn " + count_word(merged.ppn) + ", " +
+                bytes_word(merged.bytes);
+    rule.match.dim[Box::nodes] = merged.nodes;
+    rule.match.dim[Box::ppn] = merged.ppn;
+    rule.match.dim[Box::bucket] = {bucket_of(merged.bytes.lo),
+                                   merged.bytes.hi == kUnbounded ? kUnbounded : bucket_of(merged.bytes.hi)};
+    rule.action = merged.decision;
+    const bool measured = !merged.points.empty() && std::all_of(merged.points.begin(), merged.points.end(), [](const auto& p) {
+        return p.evidence == EvidenceKind::measured;
+    });
+    rule.evidence.kind = measured ? EvidenceKind::measured : EvidenceKind::predicted;
+    if (!merged.points.empty()) {
+        const PointDecision& largest = merged.points.back();
+        if (chosen_us(largest) >= 0) rule.evidence.time_us = chosen_us(largest);
+        if (largest.native_us >= 0) rule.evidence.native_us = largest.native_us;
+    }
+    rule.note = points_note(merged);
+    return rule;
 }
 
 }  // namespace
-
-bool same_action(const Decision& a, const Decision& b) { return describe_decision(a) == describe_decision(b); }
 
 std::vector<MergedRule> merge_points(const std::vector<PointDecision>& points) {
     std::map<std::pair<uint32_t, uint32_t>, std::vector<PointDecision>> by_pair;
@@ -234,36 +205,9 @@ std::vector<MergedRule> merge_points(const std::vector<PointDecision>& points) {
 std::string render_rules(const std::vector<MergedRule>& rules,
                          const std::vector<std::pair<std::string, std::string>>& origin,
                          const std::vector<std::pair<std::string, double>>& model) {
-    std::string out = "version = 1\n";
-    if (!origin.empty()) {
-        out += "\n[origin]\n";
-        for (const auto& [key, value] : origin) out += bare_key(key) + " = " + toml_string(value) + "\n";
-    }
-    if (!model.empty()) {
-        out += "\n[model]\n";
-        for (const auto& [key, value] : model)
-            if (std::isfinite(value)) out += bare_key(key) + " = " + number(value, "%.6g") + "\n";
-    }
-    for (const MergedRule& rule : rules) {
-        out += "\n" + comment_line(rule) + "[[rule]]\n";
-        out += "name = " +
-               toml_string("tuned: nodes " + count_word(rule.nodes) + ", ppn " + count_word(rule.ppn) + ", " +
-                           bytes_word(rule.bytes)) +
-               "\n";
-        out += "nodes = " + count_value(rule.nodes) + "\nppn = " + count_value(rule.ppn) +
-               "\nbytes = \"" + bytes_word(rule.bytes) + "\"\n";
-        out += action_keys(rule.decision);
-        const bool measured = !rule.points.empty() && std::all_of(rule.points.begin(), rule.points.end(), [](const auto& p) {
-            return p.evidence == EvidenceKind::measured;
-        });
-        out += std::string("evidence = \"") + (measured ? "measured" : "predicted") + "\"\n";
-        if (!rule.points.empty()) {
-            const PointDecision& largest = rule.points.back();
-            if (chosen_us(largest) >= 0) out += "time_us = " + number(chosen_us(largest)) + "\n";
-            if (largest.native_us >= 0) out += "native_us = " + number(largest.native_us) + "\n";
-        }
-    }
-    return out;
+    std::vector<RuleSpec> specs;
+    for (const MergedRule& rule : rules) specs.push_back(as_rule(rule));
+    return render_table(specs, TableHeader{origin, model});
 }
 
 }  // namespace arshim::policy

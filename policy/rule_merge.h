@@ -34,9 +34,6 @@ struct MergedRule {
     std::vector<PointDecision> points;  // in increasing bytes, then ppn, then nodes
 };
 
-// The path and the parameters that path uses (describe_decision()): two decisions that act alike are one.
-bool same_action(const Decision& a, const Decision& b);
-
 // Merges in two steps. (1) For each (nodes, ppn), adjacent byte ranges with the same action become one. (2) Pairs
 // whose merged size runs are identical become one range of ppn (consecutive ppn values of the input, for each nodes
 // value) or of nodes (consecutive nodes values); both orders are tried and the one with fewer rules kept. A count
@@ -45,10 +42,10 @@ bool same_action(const Decision& a, const Decision& b);
 // point is dropped). Rules are disjoint, so their order does not matter.
 std::vector<MergedRule> merge_points(const std::vector<PointDecision>& points);
 
-// The rules as a policy file, version 1: an optional [origin] (strings) and [model] (numbers) header, then one
-// [[rule]] per merged rule with name, nodes, ppn, bytes, path and its parameters, evidence ("measured" when every
-// point was measured, else "predicted"), time_us and native_us (those of the rule's largest point), preceded by a
-// comment line with the measured and predicted times and the speed-up over native.
+// The rules as a policy file, version 1, through the one writer (policy/rule_writer.h): an optional [origin] (strings)
+// and [model] (numbers) header, then one [[rule]] per merged rule with name, nodes, ppn, bytes, path and its
+// parameters, evidence ("measured" when every point was measured, else "predicted"), time_us and native_us (those of
+// the rule's largest point), and a note with the measured and predicted times and the speed-up over native.
 std::string render_rules(const std::vector<MergedRule>& rules,
                          const std::vector<std::pair<std::string, std::string>>& origin = {},
                          const std::vector<std::pair<std::string, double>>& model = {});

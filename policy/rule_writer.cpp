@@ -36,37 +36,29 @@ void put_yes_no(toml::table& out, const char* key, uint32_t mask, uint32_t yes, 
     else if (mask == no) out.insert(key, false);
 }
 
-// The path and the parameters that path uses (describe_decision() names the same ones).
+// Policy files are plain ASCII (docs/policy.md: the reader rejects anything else): other characters become '?'.
+std::string plain(std::string_view text) {
+    std::string out(text);
+    for (char& c : out)
+        if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
+    return out;
+}
+
+// The path, the op it hands MPI where it hands one, and the path's parameters (its key table: sizes as bytes,
+// choices as names).
 void put_decision(toml::table& out, const Decision& d) {
-    out.insert("path", path_name(d.path));
-    switch (d.path) {
-    case Path::pipelined:
-        if (d.segment_bytes > 0) out.insert("segment_bytes", static_cast<int64_t>(d.segment_bytes));
-        else out.insert("segments", static_cast<int64_t>(d.segments));
-        out.insert("window", static_cast<int64_t>(d.window));
-        out.insert("kernel", kernel_choice_name(d.kernel));
-        break;
-    case Path::multileader:
-        out.insert("leaders", static_cast<int64_t>(d.leaders));
-        out.insert("pipeline_k", static_cast<int64_t>(d.pipeline_k));
-        out.insert("kernel", kernel_choice_name(d.kernel));
-        break;
-    case Path::sharp:
-        out.insert("sharp_mode", sharp_mode_name(d.sharp_mode));
-        out.insert("sharp_leaders", sharp_leaders_name(d.sharp_leaders));
-        break;
-    case Path::reproducible:
-        out.insert("algorithm", repro_algorithm_name(d.algorithm));
-        out.insert("leaders", static_cast<int64_t>(d.leaders));
-        break;
-    case Path::native:
-    case Path::count: break;
-    }
+    out.insert("path", path_name(d.path()));
+    if (traits_of(d.path()).hands_ops_to_library) out.insert("kernel", kernel_choice_name(d.kernel));
+    for_each_key(d, [&](const KeyView& k) {
+        if (!k.shown) return;
+        if (k.kind == KeyKind::choice) out.insert(k.name, k.words->words[k.value]);
+        else out.insert(k.name, k.value);
+    });
 }
 
 toml::table rule_table(const RuleSpec& rule) {
     toml::table out;
-    if (!rule.name.empty()) out.insert("name", rule.name);
+    if (!rule.name.empty()) out.insert("name", plain(rule.name));
     const Box& m = rule.match;
     put_set(out, "mpi", m.mpis, kAllFlavors, kFlavorWords);
     if (!m.dim[Box::bucket].any()) out.insert("bytes", format_bytes_range(m.dim[Box::bucket]));
@@ -82,7 +74,7 @@ toml::table rule_table(const RuleSpec& rule) {
         out.insert("evidence", vocab::name_of(kEvidenceNames, rule.evidence.kind));
     if (rule.evidence.time_us >= 0) out.insert("time_us", hundredths(rule.evidence.time_us));
     if (rule.evidence.native_us >= 0) out.insert("native_us", hundredths(rule.evidence.native_us));
-    if (!rule.note.empty()) out.insert("note", rule.note);
+    if (!rule.note.empty()) out.insert("note", plain(rule.note));
     return out;
 }
 
@@ -93,13 +85,13 @@ std::string render_table(const std::vector<RuleSpec>& rules, const TableHeader& 
     root.insert("version", kPolicyVersion);
     if (!header.origin.empty()) {
         toml::table origin;
-        for (const auto& [key, value] : header.origin) origin.insert_or_assign(key, value);
+        for (const auto& [key, value] : header.origin) origin.insert_or_assign(plain(key), plain(value));
         root.insert("origin", std::move(origin));
     }
     if (!header.model.empty()) {
         toml::table model;
         for (const auto& [key, value] : header.model)
-            if (std::isfinite(value)) model.insert_or_assign(key, value);
+            if (std::isfinite(value)) model.insert_or_assign(plain(key), value);
         root.insert("model", std::move(model));
     }
     toml::array list;

@@ -14,30 +14,9 @@
 
 namespace arshim::policy {
 
-// Which action keys a rule wrote itself; the others hold the defaults below.
-enum SetBits : uint32_t {
-    kSetSegments = 1u << 0,
-    kSetSegmentBytes = 1u << 1,
-    kSetWindow = 1u << 2,
-    kSetLeaders = 1u << 3,
-    kSetPipelineK = 1u << 4,
-    kSetKernel = 1u << 5,
-    kSetSharpMode = 1u << 6,
-    kSetSharpLeaders = 1u << 7,
-    kSetAlgorithm = 1u << 8,
-};
-
-// Every rule carries every parameter, so a path forced with ARSHIM_PATH always runs with sane values. A rule that
-// sets neither segments nor segment_bytes gets kDefaultSegmentBytes.
-constexpr uint64_t kDefaultSegmentBytes = uint64_t{1} << 20;
-constexpr uint32_t kDefaultWindow = 8;
-constexpr uint32_t kDefaultLeaders = 1;
-constexpr uint32_t kDefaultPipelineK = 1;
-
 struct RuleSpec {
     Box match;
-    Decision action;     // path and every parameter (defaults where the rule is silent); action.rule == -1
-    uint32_t set = 0;    // SetBits
+    Decision action;     // the path, its parameters (the path's defaults where the rule is silent); rule == -1
     std::string name;    // optional `name`
     Evidence evidence;   // optional `evidence`, `time_us`, `native_us`
     std::string note;    // optional `note`: what a tool recorded with the rule (the candidates it measured)

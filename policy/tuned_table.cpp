@@ -18,22 +18,22 @@ constexpr uint32_t kCarryReach = 4;  // a measured layout's decisions carry to n
 constexpr double kPredictedMargin = 0.9;  // a predicted choice must beat native by 10%: the model's median error is
                                           // about that, and a wrong guess must not cost more than native
 
-Decision native_decision() {
-    Decision d;
-    d.path = Path::native;
-    return d;
-}
+Decision native_decision() { return decision_for(Path::native); }
 
 bool serves(const Decision& d, uint32_t ppn) {
     // At one rank per node, one leader is ARShim's ring over the ranks where the inter-node step takes it (3, 5, 6
     // or 7 nodes, from 64 KiB: shim/paths/multileader.cpp); elsewhere the path declines to the library's own, which
     // the model predicts no faster than native (the library's allreduce among the nodes plus the copies).
-    if (d.path == Path::multileader) return ppn > 1 ? d.leaders <= ppn : d.leaders == 1;
+    if (d.path() == Path::multileader) {
+        const uint32_t leaders = d.get<MultileaderParams>().leaders;
+        return ppn > 1 ? leaders <= ppn : leaders == 1;
+    }
     // The whole message as one MPI_Iallreduce (the tuner's "pipelined-one") is there for one rank per node, where
     // MPICH's blocking allreduce takes twice the rounds below 2 KiB (docs/tuning.md). With several ranks per node the
     // model would weigh it against the node paths with its weakest part (the library's shared-memory steps): on one
     // node it predicted it 1.5x native at 4-256 KiB, where the multi-leader path measures 1.65-3.9x.
-    if (d.path == Path::pipelined && d.segment_bytes == 0 && d.segments > 0) return ppn == 1;
+    if (d.path() == Path::pipelined && d.get<PipelinedParams>().segment_bytes == 0 && d.get<PipelinedParams>().segments > 0)
+        return ppn == 1;
     return true;
 }
 
@@ -41,7 +41,8 @@ bool serves(const Decision& d, uint32_t ppn) {
 // segment is the library's allreduce with extra steps, which the model does not know. A fixed count of segments
 // (the tuner's "pipelined-one": the whole message as one MPI_Iallreduce) applies at every size.
 bool sensible_at(const Decision& d, uint64_t bytes) {
-    return d.path != Path::pipelined || d.segment_bytes == 0 || bytes >= d.segment_bytes;
+    return d.path() != Path::pipelined || d.get<PipelinedParams>().segment_bytes == 0 ||
+           bytes >= d.get<PipelinedParams>().segment_bytes;
 }
 
 // [lo, hi) of the size buckets the table decides one by one: [0, 16), then powers of two up to max_bytes, then the
@@ -157,8 +158,9 @@ std::vector<double> corrections(const std::vector<Measurement>& measured, const 
 // Whether the multi-leader path's inter-node step is another algorithm on `to_nodes` than on `from_nodes` at this
 // size (ARShim's ring where the node count is not a power of two, the library's allreduce elsewhere: cost_model.h).
 bool internode_step_changes(const Decision& d, uint32_t from_nodes, uint32_t to_nodes, uint32_t ppn, uint64_t bytes) {
-    if (d.path != Path::multileader) return false;
-    const uint64_t partition = bytes / std::clamp<uint32_t>(d.leaders, 1, std::max<uint32_t>(ppn, 1));
+    if (d.path() != Path::multileader) return false;
+    const uint64_t partition =
+        bytes / std::clamp<uint32_t>(d.get<MultileaderParams>().leaders, 1, std::max<uint32_t>(ppn, 1));
     return model::internode_ring_auto(from_nodes, partition) != model::internode_ring_auto(to_nodes, partition);
 }
 
@@ -174,7 +176,7 @@ std::vector<Decision> candidates_for(const std::vector<Measurement>& measured, u
 std::vector<Decision> measured_options(const std::vector<Measurement>& measured, uint32_t nodes, uint32_t ppn) {
     std::vector<Decision> out = candidates_for(measured, ppn);
     for (const Measurement& m : measured)
-        if (m.nodes == nodes && m.ppn == ppn && m.decision.path != Path::native) add_distinct(out, m.decision);
+        if (m.nodes == nodes && m.ppn == ppn && m.decision.path() != Path::native) add_distinct(out, m.decision);
     return out;
 }
 
@@ -421,7 +423,7 @@ Result build(const Request& request) {
                 // change the calibration hid (Open MPI's non-blocking allreduce, 1.2x the library's on 2 x 2 at 8 B,
                 // 0.57x on 3 x 2). Neither is evidence: the rules after the table decide, as where the model alone
                 // sees no win (docs/tuning.md "The 10 Gbit/s half").
-                if (point.decision.path == Path::native || point.predicted_us > point.native_us) {
+                if (point.decision.path() == Path::native || point.predicted_us > point.native_us) {
                     ++result.points_deferred;
                     continue;
                 }

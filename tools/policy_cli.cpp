@@ -104,25 +104,24 @@ void print_predictions(const Config& cfg, const ExplainArgs& args, const CallFac
     const model::MachineParams params = tuned::params_from_keys(table.model);
     const model::Shape shape{facts.bytes, static_cast<int>(facts.ppn), static_cast<int>(facts.nodes)};
     std::vector<Decision> options;
-    Decision d;
-    d.path = Path::native;
-    options.push_back(d);
+    options.push_back(decision_for(Path::native));
     // The options `arshim tune` weighs (tools/tune/arshim_tune.py candidates): multi-leader with 1, 2, 4, 8 leaders,
     // at one rank per node one leader where that is ARShim's ring over the ranks; the whole message as one
     // non-blocking allreduce below 64 KiB; 64 KiB to 1 MiB segments from one segment.
-    d.path = Path::multileader;
-    d.pipeline_k = 1;
-    for (uint32_t l = 1; l <= facts.ppn && l <= 8 && facts.ppn > 1; l *= 2) d.leaders = l, options.push_back(d);
-    if (facts.ppn == 1 && model::internode_ring_auto(facts.nodes, facts.bytes)) d.leaders = 1, options.push_back(d);
-    d = Decision{};
-    d.path = Path::pipelined;
-    d.window = 1;
-    d.segments = 1;
+    Decision d = decision_for(Path::multileader);
+    auto& leaders = d.get<MultileaderParams>().leaders;
+    for (uint32_t l = 1; l <= facts.ppn && l <= 8 && facts.ppn > 1; l *= 2) leaders = l, options.push_back(d);
+    if (facts.ppn == 1 && model::internode_ring_auto(facts.nodes, facts.bytes)) leaders = 1, options.push_back(d);
+    d = decision_for(Path::pipelined);
+    auto& segments = d.get<PipelinedParams>();
+    segments.window = 1;
+    segments.segments = 1;
+    segments.segment_bytes = 0;
     if (facts.bytes < (uint64_t{64} << 10)) options.push_back(d);
-    d.segments = 0;
-    d.window = 8;
+    segments.segments = 0;
+    segments.window = 8;
     for (uint64_t seg : {uint64_t{64} << 10, uint64_t{256} << 10, uint64_t{1} << 20})
-        if (facts.bytes >= seg) d.segment_bytes = seg, options.push_back(d);
+        if (facts.bytes >= seg) segments.segment_bytes = seg, options.push_back(d);
     for (const std::string& flavor : args.mpi.empty() ? kFlavors : std::vector<std::string>{args.mpi}) {
         Flavor f = Flavor::mpich;
         parse_flavor(flavor, &f);

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/vocabulary.h"
+#include "policy/routing_words.h"
 #include "policy/config.h"
 #include "shim/core/context.h"
 #include "shim/core/log.h"
@@ -206,13 +206,7 @@ constexpr bool kCheckThroughNodeMemory = true;
 #endif
 
 int max_of_pair(long long* values, CommContext& ctx) {
-    static const policy::Decision kOneLeader = [] {
-        policy::Decision d;
-        d.path = policy::Path::multileader;
-        d.leaders = 1;
-        d.pipeline_k = 1;
-        return d;
-    }();
+    static const policy::Decision kOneLeader = policy::decision_for(policy::Path::multileader);  // one leader
     // ppn_max, not node_size: the route must be the same on every rank, and a rank alone on its node (2 + 1 ranks)
     // still takes part in the node protocol (found by tools/checks/mpich_coll_tests.sh: it hung).
     if (kCheckThroughNodeMemory && ctx.warm() && ctx.ppn_max > 1) {

@@ -254,7 +254,7 @@ const policy::Decision& CommContext::decide(uint64_t bytes, uint32_t bucket, MPI
     if (cached != nullptr && log::enabled(log::Level::debug))
         log::debug("decision: comm size {}, {} B of {} with {}{}: {} (rule {})", size, bytes, datatype_name(datatype),
                    mpi_op_name(op), library_bug ? " (a known library bug)" : "",
-                   policy::path_name(decision.path), policy->describe_rule(decision.rule));
+                   policy::path_name(decision.path()), policy->describe_rule(decision.rule));
     return decision;
 }
 

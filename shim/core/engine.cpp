@@ -103,7 +103,7 @@ Call resolve(const CallArgs& args, CommContext& ctx, const CallClass& cls, const
 
 // The path a decision names; native (never reached: the caller routes those calls itself) declines.
 PathOutcome run_path(const Call& call) {
-    switch (call.decision.path) {
+    switch (call.decision.path()) {
     case policy::Path::pipelined: return run_pipelined(call);
     case policy::Path::multileader: return run_multileader(call);
     case policy::Path::sharp: return run_sharp(call);
@@ -148,7 +148,7 @@ Routed replay_served(const CallArgs& args, ServedRoute& s) {
         return native_because(args, outcome.reason, r);
     }
     r.rc = outcome.rc;
-    r.path = call.decision.path;
+    r.path = call.decision.path();
     r.sharp = outcome.sharp;
     return r;
 }
@@ -219,10 +219,9 @@ Routed route_call(const CallArgs& args) {
         ctx->warm() ? &ctx->decide(r.bytes, r.bucket, args.datatype, args.op, cls.type, cls.kop, library_bug,
                                    reproducible)
                     : nullptr;
-    if (reproducible && (chosen == nullptr || chosen->path != policy::Path::reproducible)) {
+    if (reproducible && (chosen == nullptr || chosen->path() != policy::Path::reproducible)) {
         in_rank_order = chosen != nullptr ? *chosen : policy::Decision{};
-        in_rank_order.path = policy::Path::reproducible;
-        in_rank_order.algorithm = policy::ReproAlgorithm::automatic;
+        policy::set_path(in_rank_order, policy::Path::reproducible);  // algorithm auto
         chosen = &in_rank_order;
     }
     const policy::Decision& policy_decision = *chosen;
@@ -234,7 +233,9 @@ Routed route_call(const CallArgs& args) {
     // Online tuning (shim/tune/online.h): the key's learned choice, or during its first calls a candidate to time.
     tune::Pick pick{&policy_decision, -1};
     if (!reproducible && tune::eligible(rt, policy_decision))
-        pick = tune::pick(*ctx, key_book(), policy_decision, r.bytes, rt.tune);
+        pick = tune::pick(*ctx, key_book(), policy_decision, r.bytes, rt.tune,
+                          cls.type.dclass == vocab::DtypeClass::floating &&
+                              (cls.kop == kernels::Op::sum || cls.kop == kernels::Op::prod));
     const bool exploring = pick.candidate >= 0;
     // A candidate being tried is copied: reporting its call may end the key's exploration stage and replace the
     // candidates (shim/tune/online.cpp), while the call, its statistics and the verify check still refer to it.
@@ -248,10 +249,10 @@ Routed route_call(const CallArgs& args) {
         tune::report(*ctx, key_book(), pick.candidate, took.count(), declined, r.bucket, cls.type.dclass, cls.kop,
                      args.datatype, args.op, r.bytes);
     };
-    if (decision.path == policy::Path::native) {
+    if (decision.path() == policy::Path::native) {
         // The policy's choice, or the tuner's (measured faster, or being tried).
         const vocab::Reason why =
-            policy_decision.path == policy::Path::native ? vocab::Reason::policy : vocab::Reason::tuned;
+            policy_decision.path() == policy::Path::native ? vocab::Reason::policy : vocab::Reason::tuned;
         if (exploring) r.replayable = false;  // the key's next call may try another candidate
         Routed routed = native_because(args, why, r);
         explored(false);
@@ -272,7 +273,7 @@ Routed route_call(const CallArgs& args) {
         return routed;
     }
     r.rc = outcome.rc;
-    r.path = decision.path;
+    r.path = decision.path();
     r.sharp = outcome.sharp;
     if (exploring) r.replayable = false;
     explored(false);

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "arshim_config.h"
-#include "kernels/vocabulary.h"
+#include "policy/routing_words.h"
 #include "shim/core/runtime.h"
 
 namespace arshim {

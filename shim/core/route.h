@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "kernels/vocabulary.h"
+#include "policy/routing_words.h"
 
 namespace arshim::route {
 

@@ -81,9 +81,9 @@ bool read_policy_file(const Config& config, std::string* text, std::string* prob
 // ARSHIM_SHARP=auto loads the SHARP library only when a call can be routed to the sharp path (a policy rule or
 // ARSHIM_PATH=sharp): loading runs the library's constructors and searches LD_LIBRARY_PATH in every rank.
 bool may_route_to_sharp(const policy::Policy& policy) {
-    if (policy.fallback().path == policy::Path::sharp) return true;
+    if (policy.fallback().path() == policy::Path::sharp) return true;
     for (const policy::PolicyRule& rule : policy.rules())
-        if (rule.decision.path == policy::Path::sharp) return true;
+        if (rule.decision.path() == policy::Path::sharp) return true;
     return false;
 }
 

@@ -13,8 +13,8 @@
 
 namespace arshim {
 
-namespace tune {
-enum class Mode : uint8_t;  // shim/tune/online.h
+namespace policy::tune {
+enum class Mode : uint8_t;  // policy/tune_candidates.h
 }
 
 // ARSHIM_REPRODUCIBLE (docs/reproducible.md).
@@ -41,7 +41,7 @@ struct Runtime {
     ReproducibleMode reproducible = ReproducibleMode::off;
     InternodeMode internode = InternodeMode::automatic;  // ARSHIM_INTERNODE (shim/paths/multileader.cpp)
     bool reproducible_any_np = false;  // reproducible == any_np
-    tune::Mode tune{};                  // ARSHIM_TUNE (shim/tune/online.h); {} = off
+    policy::tune::Mode tune{};                  // ARSHIM_TUNE (shim/tune/online.h); {} = off
     bool tune_cache_refused = false;    // ARSHIM_TUNE_CACHE names a file that is not a cache of ours: left alone
     // World rank -> node id (the lowest world rank of its node), learned at MPI_Init (shim/core/layout.h); empty
     // when MPI_Init was not intercepted (then each communicator learns its layout collectively).

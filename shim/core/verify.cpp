@@ -123,7 +123,7 @@ void Check::finish(const Call& call, int rc, CommContext::KeyBook& book, bool li
                                  " B), communicator of " + std::to_string(call.ctx.size) + " ranks, at " + where;
         const std::size_t i = verdict.first;
         const std::string values = "rank " + std::to_string(call.ctx.rank) + " element " + std::to_string(i) +
-                                   ": " + vocab::path_name(call.decision.path) + " path " +
+                                   ": " + vocab::path_name(call.decision.path()) + " path " +
                                    compare::element_text(call.type.type, args.recvbuf, i) + ", library " +
                                    compare::element_text(call.type.type, reference.recvbuf, i) +
                                    " (ranks " + std::to_string(lowest) + ".." + std::to_string(highest) + " differ)";

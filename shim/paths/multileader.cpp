@@ -19,7 +19,7 @@ namespace {
 constexpr uint32_t kMaxPieces = 64;
 
 int internode_allreduce(void* data, std::size_t count, const Call& call, MPI_Comm comm) {
-    const uint32_t pieces = std::clamp<uint32_t>(call.decision.pipeline_k, 1, kMaxPieces);
+    const uint32_t pieces = std::clamp<uint32_t>(call.decision.get<policy::MultileaderParams>().pipeline_k, 1, kMaxPieces);
     if (pieces == 1 || count < pieces)
         return PMPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(count), call.args.datatype, call.library_op, comm);
     MPI_Request requests[kMaxPieces];
@@ -149,7 +149,7 @@ PathOutcome run_multileader(const Call& call) {
 
     // Leaders per node: at most the smallest node's rank count, so every node has leader j for every j < l and
     // non-uniform ppn needs no special case.
-    const int leaders = std::clamp<int>(static_cast<int>(call.decision.leaders), 1, std::min(ctx.ppn_min, kMaxLeaders));
+    const int leaders = std::clamp<int>(static_cast<int>(call.decision.get<policy::MultileaderParams>().leaders), 1, std::min(ctx.ppn_min, kMaxLeaders));
     MPI_Comm leader_comm = MPI_COMM_NULL;
     if (ctx.node_count > 1 && !node_leader_comm(ctx, leaders, &leader_comm))
         return PathOutcome::decline(vocab::Reason::path_unavailable);

@@ -56,7 +56,7 @@ char* staging_area(CommContext& ctx, std::size_t bytes) {
 
 uint64_t segment_elements(const Call& call) {
     const uint64_t count = static_cast<uint64_t>(call.args.count);
-    const policy::Decision& d = call.decision;
+    const auto& d = call.decision.get<policy::PipelinedParams>();
     uint64_t elements = count;
     if (d.segment_bytes > 0)
         elements = std::max<uint64_t>(1, d.segment_bytes / call.type.size);
@@ -74,7 +74,9 @@ PathOutcome run_pipelined(const Call& call) {
     const uint64_t per_segment = segment_elements(call);
     const uint64_t segments = (count + per_segment - 1) / per_segment;
     const uint32_t window = static_cast<uint32_t>(
-        std::min<uint64_t>({call.decision.window == 0 ? kMaxWindow : call.decision.window, kMaxWindow, segments}));
+        std::min<uint64_t>({call.decision.get<policy::PipelinedParams>().window == 0 ? kMaxWindow
+                                                                                 : call.decision.get<policy::PipelinedParams>().window,
+                            kMaxWindow, segments}));
 
     const MPI_Op op = call.library_op;
     MPI_Request requests[kMaxWindow];

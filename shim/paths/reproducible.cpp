@@ -234,7 +234,7 @@ bool node_fold(const Call& call, ReproState& rs, const Fold& f, int* rc) {
     vocab::Reason reason{};
     ShmState* state = node_shm(ctx, f.count * f.size, &reason);
     if (state == nullptr) return false;
-    const int leaders = std::clamp<int>(static_cast<int>(call.decision.leaders), 1, std::min(ctx.ppn_min, kMaxLeaders));
+    const int leaders = std::clamp<int>(static_cast<int>(call.decision.get<policy::ReproducibleParams>().leaders), 1, std::min(ctx.ppn_min, kMaxLeaders));
     if (ctx.node_count > 1) {
         MPI_Comm leader_comm = MPI_COMM_NULL;
         if (!node_leader_comm(ctx, leaders, &leader_comm)) return false;  // agreed: the fold without the window
@@ -260,7 +260,7 @@ constexpr std::size_t kGatherBytes = 1024;
 
 int run_fold(const Call& call, ReproState& rs, const Fold& f) {
     using policy::ReproAlgorithm;
-    const ReproAlgorithm wanted = call.decision.algorithm;
+    const ReproAlgorithm wanted = call.decision.get<policy::ReproducibleParams>().algorithm;
     int rc = MPI_SUCCESS;
     if ((wanted == ReproAlgorithm::node || wanted == ReproAlgorithm::automatic) && node_fold(call, rs, f, &rc))
         return rc;

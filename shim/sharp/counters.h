@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <iterator>
 
-#include "kernels/vocabulary.h"
+#include "policy/routing_words.h"
 
 namespace arshim::sharp {
 

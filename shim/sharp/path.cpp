@@ -316,7 +316,7 @@ Plan make_plan(const Call& call, Level& level) {
         return plan;
     }
     bool sat = false;
-    switch (call.decision.sharp_mode) {
+    switch (call.decision.get<policy::SharpParams>().mode) {
     case policy::SharpMode::llt: sat = false; break;
     case policy::SharpMode::sat: sat = true; break;
     case policy::SharpMode::automatic:
@@ -556,7 +556,7 @@ PathOutcome run_sharp(const Call& call) {
         sharp::count(Counter::unavailable);
         return PathOutcome::decline(vocab::Reason::sharp_unavailable);
     }
-    Level& level = level_for(ctx, ctx.ensure_slot<SharpState>(PathSlot::sharp), call.decision.sharp_leaders);
+    Level& level = level_for(ctx, ctx.ensure_slot<SharpState>(PathSlot::sharp), call.decision.get<policy::SharpParams>().leaders);
     if (!level.usable) {
         sharp::count(Counter::unavailable);
         return PathOutcome::decline(level.decline);

@@ -17,7 +17,7 @@
 #include <functional>
 #include <iterator>
 
-#include "kernels/vocabulary.h"
+#include "policy/routing_words.h"
 #include "shim/core/fixed_table.h"
 
 #if defined(__x86_64__)

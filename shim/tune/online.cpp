@@ -48,125 +48,20 @@ Record g_records[kMaxLearned];
 std::atomic<uint32_t> g_records_claimed{0};
 std::atomic<bool> g_record_ready[kMaxLearned];
 
-bool same_choice(const policy::Decision& a, const policy::Decision& b) {
-    if (a.path != b.path || a.kernel != b.kernel) return false;
-    switch (a.path) {
-    case policy::Path::pipelined:
-        return a.segment_bytes == b.segment_bytes && a.segments == b.segments && a.window == b.window;
-    case policy::Path::multileader: return a.leaders == b.leaders && a.pipeline_k == b.pipeline_k;
-    case policy::Path::sharp: return a.sharp_mode == b.sharp_mode && a.sharp_leaders == b.sharp_leaders;
-    case policy::Path::reproducible: return a.algorithm == b.algorithm && a.leaders == b.leaders;
-    default: return true;
-    }
-}
-
-// Guard's small-segment candidate across nodes (candidates()), for calls of 1 MiB or more: 256 KiB on the wire
-// under both libraries, in the smallest segments each library's MPI_Iallreduce still reduces-scatters. Measured on
-// 2 x 2 emulated hosts at 1 Gbit/s, 1-64 MiB, time / link bound (docs/cluster.md "Small segments across nodes"):
-// MPICH 32 KiB x 8 1.09-1.18 against 64 KiB x 16 1.19-1.48 (32 KiB x 32 1.11-1.28, 16 KiB 1.27-1.51); Open MPI
-// 64 KiB x 4 1.07-1.10 against x 16 1.07-1.19 (below 64 KiB libnbc sends a segment through a binomial tree:
-// 2.1x the bound).
-constexpr uint64_t kSmallSegmentsFromBytes = uint64_t{1} << 20;
+// What a key's candidates depend on (policy/tune_candidates.h): the call's size and the communicator's layout.
+policy::tune::KeyFacts key_facts(const CommContext& ctx, uint64_t bytes, bool order_sensitive) {
+    policy::tune::KeyFacts f;
+    f.bytes = bytes;
+    f.ppn_min = ctx.ppn_min;
+    f.ppn_max = ctx.ppn_max;
+    f.nodes = ctx.node_count;
 #if defined(ARSHIM_FLAVOR_OPENMPI)
-constexpr uint64_t kSmallSegmentBytes = 64 * 1024;
-constexpr uint32_t kSmallSegmentWindow = 4;
+    f.flavor = policy::Flavor::openmpi;
 #else
-constexpr uint64_t kSmallSegmentBytes = 32 * 1024;
-constexpr uint32_t kSmallSegmentWindow = 8;
+    f.flavor = policy::Flavor::mpich;
 #endif
-
-uint64_t pow2_at_least(uint64_t v) {
-    uint64_t p = 1;
-    while (p < v && p < (uint64_t{1} << 40)) p <<= 1;
-    return p;
-}
-
-// Adds `d` to `out` unless an equal choice is there already; multi-leader leader counts are clamped to what every
-// node of the communicator has.
-void add_candidate(const CommContext& ctx, policy::Decision d, policy::Decision (&out)[kMaxCandidates], int& n) {
-    if (n == kMaxCandidates) return;
-    if (d.path == policy::Path::multileader)
-        d.leaders = std::clamp<uint32_t>(d.leaders, 1, static_cast<uint32_t>(std::max(1, ctx.ppn_min)));
-    for (int i = 0; i < n; ++i)
-        if (same_choice(out[i], d)) return;
-    out[n++] = d;
-}
-
-// The first-stage candidates of a key, the policy's choice first (docs/tuning.md): guard adds the library's
-// allreduce and, for the multi-leader path across nodes, half the leaders; online also both host paths at the
-// parameters the default table uses for the size. Every value comes from the decision, the communicator's layout
-// and the call's size: identical on every rank.
-int candidates(const CommContext& ctx, const policy::Decision& chosen, uint64_t bytes, Mode mode,
-               policy::Decision (&out)[kMaxCandidates]) {
-    int n = 0;
-    add_candidate(ctx, chosen, out, n);
-    policy::Decision native = chosen;
-    native.path = policy::Path::native;
-    add_candidate(ctx, native, out, n);
-    if (mode != Mode::online) {
-        // How many leaders pay depends on the links, which no rule sees: two leaders per node measured 1.6x faster
-        // than one at 10 Gbit/s and 5-8% slower at 1 Gbit/s on the same 2 x 2 emulated hosts (MPICH, 4-16 MiB;
-        // docs/cluster.md "The MTU", docs/tuning.md). So guard also tries half the policy's leader count there.
-        if (chosen.path == policy::Path::multileader && ctx.node_count > 1 && out[0].leaders >= 2) {
-            policy::Decision fewer = out[0];  // the policy's choice, its leaders clamped to the smallest node
-            fewer.leaders /= 2;
-            add_candidate(ctx, fewer, out, n);
-        }
-        // So does how small the pieces in flight across nodes should be: on 2 x 2 emulated hosts at 1 Gbit/s the
-        // pipelined path with small segments beat the policy's choice from 1 MiB under both MPIs (MPICH's two
-        // leaders by 10-30%), while at 10 Gbit/s they took 1.5-2x as long as the built-in choice, and on 3 x 2 and
-        // 4 x 2 hosts at 1 Gbit/s 1.1-2.1x as long (docs/cluster.md "Small segments across nodes"). So from 1 MiB
-        // across nodes guard tries them too.
-        if ((chosen.path == policy::Path::pipelined || chosen.path == policy::Path::multileader) &&
-            ctx.node_count > 1 && bytes >= kSmallSegmentsFromBytes) {
-            policy::Decision small = chosen;
-            small.path = policy::Path::pipelined;
-            small.segments = 0;
-            small.segment_bytes = kSmallSegmentBytes;
-            small.window = kSmallSegmentWindow;
-            add_candidate(ctx, small, out, n);
-        }
-        return n;
-    }
-
-    const bool shared_memory = ctx.ppn_max > 1;
-    policy::Decision leaders = chosen;
-    leaders.path = policy::Path::multileader;
-    leaders.leaders = bytes < 16 * 1024 ? 1 : 2;
-    leaders.pipeline_k = 1;
-    policy::Decision segments = chosen;
-    segments.path = policy::Path::pipelined;
-    segments.segments = 0;
-    segments.segment_bytes = std::clamp<uint64_t>(pow2_at_least(bytes / 4), 64 * 1024, uint64_t{1} << 20);
-    segments.window = 8;
-    // Both host paths at these parameters, the policy's own path included: a policy far off in its parameters
-    // (1 KiB segments) must not hide its path's merit (pipelined is the fastest under Open MPI across hosts).
-    if (shared_memory) add_candidate(ctx, leaders, out, n);
-    if (bytes >= 64 * 1024) add_candidate(ctx, segments, out, n);
-    return n;
-}
-
-// The second-stage candidates: the first stage's winner first, then its neighbouring parameters (half and twice the
-// leaders; a quarter and four times the segment). Fewer than 2 means there is nothing to refine.
-int neighbours(const CommContext& ctx, const policy::Decision& winner, policy::Decision (&out)[kMaxCandidates]) {
-    int n = 0;
-    add_candidate(ctx, winner, out, n);
-    if (winner.path == policy::Path::multileader) {
-        policy::Decision fewer = winner, more = winner;
-        fewer.leaders = std::max<uint32_t>(1, winner.leaders / 2);
-        more.leaders = winner.leaders * 2;
-        add_candidate(ctx, more, out, n);
-        add_candidate(ctx, fewer, out, n);
-    } else if (winner.path == policy::Path::pipelined) {
-        policy::Decision smaller = winner, larger = winner;
-        smaller.segments = larger.segments = 0;
-        const uint64_t seg = winner.segment_bytes > 0 ? winner.segment_bytes : uint64_t{1} << 20;
-        smaller.segment_bytes = std::max<uint64_t>(16 * 1024, seg / 4);
-        larger.segment_bytes = std::min<uint64_t>(uint64_t{64} << 20, seg * 4);
-        add_candidate(ctx, larger, out, n);
-        add_candidate(ctx, smaller, out, n);
-    }
-    return n;
+    f.order_sensitive = order_sensitive;
+    return f;
 }
 
 void append_candidates(std::string& text, const policy::Decision* candidate, const float* median, const float* spread,
@@ -209,7 +104,7 @@ Learned learned_from(const Record& rec) {
     l.chosen_us = rec.median[rec.chosen];
     l.policy_us = (first_excluded & 1u) ? -1 : first_median[0];
     for (int k = 0; k < first_count; ++k)
-        if (first[k].path == policy::Path::native && !(first_excluded >> k & 1u)) l.native_us = first_median[k];
+        if (first[k].path() == policy::Path::native && !(first_excluded >> k & 1u)) l.native_us = first_median[k];
     if (rec.refined) {
         append_candidates(l.candidates, rec.first, rec.first_median, rec.first_spread, 0, rec.first_count,
                           rec.first_excluded);
@@ -224,18 +119,18 @@ Learned learned_from(const Record& rec) {
 
 bool eligible(const Runtime& rt, const policy::Decision& d) {
     // rt.tune is off when ARSHIM_PATH forces a path (the user's experiment; shim/core/runtime.cpp).
-    if (rt.tune == Mode::off || d.measured || d.path == policy::Path::reproducible) return false;
-    return rt.tune == Mode::online || d.path != policy::Path::native;
+    if (rt.tune == Mode::off || d.measured || d.path() == policy::Path::reproducible) return false;
+    return rt.tune == Mode::online || d.path() != policy::Path::native;
 }
 
 Pick pick(CommContext& ctx, CommContext::KeyBook& book, const policy::Decision& policy_decision, uint64_t bytes,
-          Mode mode) {
+          Mode mode, bool order_sensitive) {
     KeyTuning& t = book.tuning;
     if (book.overflow) return {&policy_decision, -1};  // shared by many keys: the policy decides
     if (t.status == KeyTuning::decided) return {&t.candidate[t.chosen], -1};
     if (t.status == KeyTuning::untouched) {
         t.exploration = Exploration{};
-        const int n = candidates(ctx, policy_decision, bytes, mode, t.candidate);
+        const int n = policy::tune::first_stage(policy_decision, key_facts(ctx, bytes, order_sensitive), mode, t.candidate);
         if (n < 2) {
             t.status = KeyTuning::decided;
             t.chosen = 0;
@@ -254,9 +149,10 @@ void report(CommContext& ctx, CommContext::KeyBook& book, int c, double seconds,
     Exploration& ex = t.exploration;
     if (arshim_test_skew_tune_time != nullptr) {
         const policy::Decision& d = t.candidate[c];
-        seconds = arshim_test_skew_tune_time(seconds, runtime().world_rank, d.path == policy::Path::native ? 1 : 0,
-                                             d.path == policy::Path::multileader ? static_cast<int>(d.leaders) : 0,
-                                             d.path == policy::Path::pipelined ? d.segment_bytes : 0);
+        seconds = arshim_test_skew_tune_time(
+            seconds, runtime().world_rank, d.path() == policy::Path::native ? 1 : 0,
+            d.path() == policy::Path::multileader ? static_cast<int>(d.get<policy::MultileaderParams>().leaders) : 0,
+            d.path() == policy::Path::pipelined ? d.get<policy::PipelinedParams>().segment_bytes : 0);
     }
     g_exploration_calls.fetch_add(1, std::memory_order_relaxed);
     g_exploration_ns.fetch_add(static_cast<uint64_t>(seconds * 1e9), std::memory_order_relaxed);
@@ -279,7 +175,7 @@ void report(CommContext& ctx, CommContext::KeyBook& book, int c, double seconds,
     // its neighbours follow from agreed values, so every rank enters the second stage alike.
     if (t.stage == 0 && runtime().tune == Mode::online) {
         policy::Decision next[kMaxCandidates];
-        const int count = neighbours(ctx, t.candidate[v], next);
+        const int count = policy::tune::second_stage(t.candidate[v], key_facts(ctx, bytes, false), next);
         if (count >= 2) {
             t.first_count = static_cast<uint8_t>(n);
             t.first_excluded = ex.excluded;
@@ -297,7 +193,7 @@ void report(CommContext& ctx, CommContext::KeyBook& book, int c, double seconds,
     const bool refined = t.stage == 1;
     g_decisions.fetch_add(1, std::memory_order_relaxed);
     // The policy's choice is the first stage's candidate 0.
-    if (!same_choice(t.candidate[v], refined ? t.first[0] : t.candidate[0]))
+    if (!policy::same_action(t.candidate[v], refined ? t.first[0] : t.candidate[0]))
         g_changed.fetch_add(1, std::memory_order_relaxed);
 
     if (ctx.rank != 0) return;

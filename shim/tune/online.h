@@ -9,6 +9,7 @@
 #include <string>
 
 #include "policy/policy.h"
+#include "policy/tune_candidates.h"
 #include "shim/core/context.h"
 
 namespace arshim {
@@ -17,7 +18,7 @@ struct Runtime;
 
 namespace arshim::tune {
 
-enum class Mode : uint8_t { off, guard, online };  // ARSHIM_TUNE, in choice order
+using Mode = policy::tune::Mode;  // ARSHIM_TUNE
 
 // Process-wide counts for the statistics (section "tuning").
 inline std::atomic<uint64_t> g_exploration_calls{0};
@@ -36,8 +37,10 @@ struct Pick {
 bool eligible(const Runtime& rt, const policy::Decision& policy_decision);
 
 // The decision for this call of the key. `bytes`: the call's size, for the candidates.
+// `order_sensitive`: a floating-point SUM or PROD, whose bits depend on the path's order (guard then keeps to
+// candidates of the policy's fold order: policy/tune_candidates.h).
 Pick pick(CommContext& ctx, CommContext::KeyBook& book, const policy::Decision& policy_decision, uint64_t bytes,
-          Mode mode);
+          Mode mode, bool order_sensitive);
 
 // After an exploration call. At a decision point this makes the one agreement (collective over ctx.comm: every rank
 // reaches it on the same call). datatype, mpi_op and bytes name the key in the log, once per decision.

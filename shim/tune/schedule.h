@@ -17,10 +17,11 @@
 #include <cstdint>
 
 #include "policy/policy.h"
+#include "policy/tune_candidates.h"
 
 namespace arshim::tune {
 
-constexpr int kMaxCandidates = 5;
+using policy::tune::kMaxCandidates;
 constexpr int kWarmupCalls = 1;
 constexpr int kSamplesPerRound = 3;
 constexpr int kMaxRounds = 2;

@@ -8,12 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "test/policy/decisions.h"
 #include "policy/config.h"
 #include "policy/policy.h"
 #include "policy/rules.h"
 
 using namespace arshim;
 using namespace arshim::policy;
+using namespace arshim::policy::testing;
 
 namespace {
 
@@ -35,8 +37,13 @@ const std::vector<Config>& configs() {
 }
 
 void check_decision(const Decision& d, const Policy& p) {
-    if (!(d.segment_bytes >= 1 || d.segments >= 1)) fail("no segment size", describe_decision(d));
-    if (d.window < 1 || d.leaders < 1 || d.pipeline_k < 1) fail("zero parameter", describe_decision(d));
+    if (d.params.index() >= static_cast<std::size_t>(Path::count)) fail("no path's parameters", describe_decision(d));
+    if (d.path() == Path::pipelined && !(param(d, "segment_bytes") >= 1 || param(d, "segments") >= 1))
+        fail("no segment size", describe_decision(d));
+    // Every count the path has is at least 1 (the key tables' minimum).
+    for_each_key(d, [&](const KeyView& k) {
+        if (k.kind == KeyKind::count && k.shown && k.value < 1) fail("zero parameter", describe_decision(d));
+    });
     if (d.rule < -1 || d.rule >= static_cast<int>(p.rules().size())) fail("rule index", std::to_string(d.rule));
     if (d.rule >= 0 && p.describe_rule(d.rule).empty()) fail("rule without a place", "");
 }
@@ -84,7 +91,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
                     f.bytes = b == 0 ? 0 : b == 64 ? ~uint64_t{0} : bucket_floor(b + 1) - 1;
                     const Decision last = p.decide(f);
                     check_decision(first, p);
-                    if (first.rule != last.rule || first.path != last.path)
+                    if (first.rule != last.rule || first.path() != last.path())
                         fail("decision changes inside a size bucket", std::to_string(b));
                 }
             }

@@ -91,13 +91,13 @@ TEST_CASE("pipelined: segments and window (seed 000)", "[model]") {
     const Shape s{kMiB, 1, 2};
     // window 2: ceil(4/2) * 2e-5 waits, the other 2 segments' 2 messages each at a' = 4e-6,
     // + 4 * 2.62144e-3 + 6.5536e-5 = 1.0595296e-2
-    CHECK(pipelined_time(hand(), s, pipelined(256 * 1024, 2), Flavor::mpich) == Approx(1.0595296e-2));
+    CHECK(predict(hand(), s, pipelined(256 * 1024, 2), Flavor::mpich) == Approx(1.0595296e-2));
     // window 1: 4 * (2e-5 + 2.62144e-3 + 6.5536e-5) = 1.0827904e-2
-    CHECK(pipelined_time(hand(), s, pipelined(256 * 1024, 1), Flavor::mpich) == Approx(1.0827904e-2));
+    CHECK(predict(hand(), s, pipelined(256 * 1024, 1), Flavor::mpich) == Approx(1.0827904e-2));
     // a fixed count (Listing 2) gives the same when it makes the same segments
     Decision by_count = pipelined(0, 2);
-    by_count.segments = 4;
-    CHECK(pipelined_time(hand(), s, by_count, Flavor::mpich) == Approx(1.0595296e-2));
+    set_param(by_count, "segments", 4);
+    CHECK(predict(hand(), s, by_count, Flavor::mpich) == Approx(1.0595296e-2));
 }
 
 TEST_CASE("pipelined on 3 x 2: the segments in flight wait for the busiest node's own steps", "[model]") {
@@ -114,7 +114,7 @@ TEST_CASE("pipelined on 3 x 2: the segments in flight wait for the busiest node'
     // segmented(): 4 segments, all in flight: latency 1 * 4.2e-5 + 3 * 6 * 1e-6 = 6e-5; flow: the first segment's
     //   transfer 5.636096e-3, then 2 + 1 segments at the busiest node's 4.980736e-3, then the last reduction
     //   2.29376e-4: 2.080768e-2. Total 2.086768e-2.
-    CHECK(pipelined_time(hand(), Shape{kMiB, 2, 3}, pipelined(256 * 1024, 4), Flavor::openmpi) ==
+    CHECK(predict(hand(), Shape{kMiB, 2, 3}, pipelined(256 * 1024, 4), Flavor::openmpi) ==
           Approx(2.086768e-2));
 }
 
@@ -123,14 +123,14 @@ TEST_CASE("multileader: DPML Eq. 7 with l leaders and k pieces (seed 001)", "[mo
     // l = 2: copies 2 l a' + 2 n b' = 4e-6 + 2.097152e-3; comp (ppn - 1) (n / l) c = 3 * 524288 * 0.5 ns =
     // 7.86432e-4; comm: 2 concurrent RSA of 524288 B between 2 nodes, 15 ns/byte per stream:
     // 2 * (1e-5 + 262144 * 15 ns) + 262144 * 0.5 ns = 8.015392e-3. Total 1.0902976e-2.
-    CHECK(multileader_time(hand(), s, multileader(2, 1), Flavor::mpich) == Approx(1.0902976e-2));
+    CHECK(predict(hand(), s, multileader(2, 1), Flavor::mpich) == Approx(1.0902976e-2));
     // k = 2 (Eq. 5): two Iallreduce of 262144 B in flight: 1 * 2e-5 + the other piece's 2 messages at a' (2e-6)
     //   + 2 * (2 * 131072 * 15 ns) + 131072 * 0.5 ns = 7.951856e-3; total 1.083944e-2.
-    CHECK(multileader_time(hand(), s, multileader(2, 2), Flavor::mpich) == Approx(1.083944e-2));
+    CHECK(predict(hand(), s, multileader(2, 2), Flavor::mpich) == Approx(1.083944e-2));
     // One node: no inter-node term. l = 4: 8e-6 + 2.097152e-3 + 3 * 262144 * 0.5 ns = 2.498368e-3
-    CHECK(multileader_time(hand(), Shape{kMiB, 4, 1}, multileader(4, 1), Flavor::openmpi) == Approx(2.498368e-3));
+    CHECK(predict(hand(), Shape{kMiB, 4, 1}, multileader(4, 1), Flavor::openmpi) == Approx(2.498368e-3));
     // leaders are clamped to ppn, as the shim does
-    CHECK(multileader_time(hand(), Shape{kMiB, 4, 1}, multileader(64, 1), Flavor::openmpi) == Approx(2.498368e-3));
+    CHECK(predict(hand(), Shape{kMiB, 4, 1}, multileader(64, 1), Flavor::openmpi) == Approx(2.498368e-3));
 }
 
 TEST_CASE("multileader on a node count that is not a power of two: ARShim's ring among the leaders", "[model]") {
@@ -146,9 +146,9 @@ TEST_CASE("multileader on a node count that is not a power of two: ARShim's ring
     // 3 nodes x 4, l = 2, 1 MiB: copies 4e-6 + 2.097152e-3, comp 7.86432e-4 as above; comm: a ring of 3 leaders on
     // 524288 B (2 concurrent streams per node, 15 ns/byte each): 4 steps of 1e-5 + (524288 / 3) * 15 ns =
     // 4 * 2.63144e-3 = 1.052576e-2, plus 2 * 174762.67 B reduced at 0.5 ns = 1.7476267e-4. Total 1.3588107e-2.
-    CHECK(multileader_time(hand(), Shape{kMiB, 4, 3}, multileader(2, 1), Flavor::mpich) == Approx(1.3588107e-2));
+    CHECK(predict(hand(), Shape{kMiB, 4, 3}, multileader(2, 1), Flavor::mpich) == Approx(1.3588107e-2));
     // pipeline_k does not apply to the ring (the shim's ring replaces the whole step)
-    CHECK(multileader_time(hand(), Shape{kMiB, 4, 3}, multileader(2, 4), Flavor::mpich) == Approx(1.3588107e-2));
+    CHECK(predict(hand(), Shape{kMiB, 4, 3}, multileader(2, 4), Flavor::mpich) == Approx(1.3588107e-2));
 }
 
 TEST_CASE("multileader at one rank per node: the whole call round ARShim's ring, or the library's", "[model]") {
@@ -156,15 +156,15 @@ TEST_CASE("multileader at one rank per node: the whole call round ARShim's ring,
     // blocks of at most 1 MiB hold it): a ring of 3 ranks on 349525.33 B pieces, 4 steps of 1e-5 + 3.4952533e-3,
     // 1.40210133e-2, plus 2 pieces reduced at 0.5 ns, 3.4952533e-4. Total 1.54191147e-2. Before, the model took the
     // library's allreduce here (the path declined at one rank per node before the ring): 2.2x off on the rig.
-    CHECK(multileader_time(hand(), Shape{kMiB, 1, 3}, multileader(1, 1), Flavor::mpich) == Approx(1.54191147e-2));
+    CHECK(predict(hand(), Shape{kMiB, 1, 3}, multileader(1, 1), Flavor::mpich) == Approx(1.54191147e-2));
     // 4 MiB: copy 4.194304e-3, a chunk of 3 MiB (4 steps of 1e-5 + 1.048576e-2, plus 2 MiB reduced: 4.3031616e-2) and
     // the rest, 1 MiB, as above (1.43705387e-2). Total 6.15964587e-2.
-    CHECK(multileader_time(hand(), Shape{4 * kMiB, 1, 3}, multileader(1, 1), Flavor::openmpi) ==
+    CHECK(predict(hand(), Shape{4 * kMiB, 1, 3}, multileader(1, 1), Flavor::openmpi) ==
           Approx(6.15964587e-2));
     // Where the step is the library's (2 and 4 nodes, below 64 KiB) the path declines: the library's allreduce.
     for (const Shape s : {Shape{kMiB, 1, 2}, Shape{kMiB, 1, 4}, Shape{32 * 1024, 1, 3}})
         for (const Flavor f : {Flavor::mpich, Flavor::openmpi})
-            CHECK(multileader_time(hand(), s, multileader(1, 1), f) == Approx(native_time(hand(), s, f)));
+            CHECK(predict(hand(), s, multileader(1, 1), f) == Approx(native_time(hand(), s, f)));
 }
 
 TEST_CASE("predict dispatches on the path; sharp and reproducible have no model", "[model]") {
@@ -172,12 +172,12 @@ TEST_CASE("predict dispatches on the path; sharp and reproducible have no model"
     Decision native;
     CHECK(predict(hand(), s, native, Flavor::mpich) == native_time(hand(), s, Flavor::mpich));
     CHECK(predict(hand(), s, multileader(2, 1), Flavor::openmpi) ==
-          multileader_time(hand(), s, multileader(2, 1), Flavor::openmpi));
+          predict(hand(), s, multileader(2, 1), Flavor::openmpi));
     Decision sharp;
-    sharp.path = Path::sharp;
+    set_path(sharp, Path::sharp);
     CHECK(std::isnan(predict(hand(), s, sharp, Flavor::mpich)));
     Decision repro;
-    repro.path = Path::reproducible;
+    set_path(repro, Path::reproducible);
     CHECK(std::isnan(predict(hand(), s, repro, Flavor::mpich)));
 }
 
@@ -198,35 +198,35 @@ TEST_CASE("seed 004 Eq. 1 and overlap with computation", "[model]") {
 bool straddles_iallreduce_switch(const Decision& d, Flavor flavor, const Shape& s, uint64_t a, uint64_t b) {
     // The multi-leader path's inter-node step moves to ARShim's ring at a partition size (internode_ring_auto): the
     // call can get faster there, as at the libraries' own switches.
-    if (d.path == Path::multileader && s.nodes > 1 && s.ppn > 1) {
-        const uint64_t l = std::min<uint64_t>(d.leaders, s.ppn);
+    if (d.path() == Path::multileader && s.nodes > 1 && s.ppn > 1) {
+        const uint64_t l = std::min<uint64_t>(param(d, "leaders"), s.ppn);
         if (internode_ring_auto(s.nodes, a / l) != internode_ring_auto(s.nodes, b / l)) return true;
     }
     uint64_t sa = 0, sb = 0, p = 1;
-    if (d.path == Path::pipelined) {
+    if (d.path() == Path::pipelined) {
         // the last segment (the remainder) switches on its own
-        auto last = [&](uint64_t n) { return n == 0 ? 0 : n - (n - 1) / d.segment_bytes * d.segment_bytes; };
+        auto last = [&](uint64_t n) { return n == 0 ? 0 : n - (n - 1) / param(d, "segment_bytes") * param(d, "segment_bytes"); };
         Shape by_last = s;
         by_last.bytes = 0;
         Decision whole = d;
-        whole.segment_bytes = uint64_t{1} << 62;
-        if (b > d.segment_bytes && straddles_iallreduce_switch(whole, flavor, by_last, std::min(last(a), last(b)),
+        set_param(whole, "segment_bytes", uint64_t{1} << 62);
+        if (b > param(d, "segment_bytes") && straddles_iallreduce_switch(whole, flavor, by_last, std::min(last(a), last(b)),
                                                                std::max(last(a), last(b))))
             return true;
-        sa = std::min<uint64_t>(a, d.segment_bytes), sb = std::min<uint64_t>(b, d.segment_bytes);
+        sa = std::min<uint64_t>(a, param(d, "segment_bytes")), sb = std::min<uint64_t>(b, param(d, "segment_bytes"));
         p = uint64_t(s.ppn) * s.nodes;
-    } else if (d.path == Path::native || (d.path == Path::multileader && (s.ppn == 1 || d.pipeline_k == 1))) {
+    } else if (d.path() == Path::native || (d.path() == Path::multileader && (s.ppn == 1 || param(d, "pipeline_k") == 1))) {
         if (flavor == Flavor::openmpi) {
             // coll/tuned's table switches at powers of two; ring and Rabenseifner fall back below p or pof2 elements
-            const uint64_t q = d.path == Path::native ? uint64_t(s.ppn) * s.nodes : uint64_t(s.nodes);
-            const uint64_t pieces = d.path == Path::native || s.ppn == 1 ? 1 : std::min<uint64_t>(d.leaders, s.ppn);
+            const uint64_t q = d.path() == Path::native ? uint64_t(s.ppn) * s.nodes : uint64_t(s.nodes);
+            const uint64_t pieces = d.path() == Path::native || s.ppn == 1 ? 1 : std::min<uint64_t>(param(d, "leaders"), s.ppn);
             return bucket_of(a / pieces) != bucket_of(b / pieces) || (a / pieces < 4 * q && b / pieces >= 4 * q);
         }
         // MPICH: MPIR_Allreduce among the node roots or the leaders
-        const uint64_t pieces = d.path == Path::native || s.ppn == 1 ? 1 : std::min<uint64_t>(d.leaders, s.ppn);
+        const uint64_t pieces = d.path() == Path::native || s.ppn == 1 ? 1 : std::min<uint64_t>(param(d, "leaders"), s.ppn);
         sa = a / pieces, sb = b / pieces, p = s.nodes;
-    } else if (d.path == Path::multileader) {  // k > 1: MPI_Iallreduce pieces among the leaders
-        const uint64_t pieces = std::min<uint64_t>(d.leaders, s.ppn) * d.pipeline_k;
+    } else if (d.path() == Path::multileader) {  // k > 1: MPI_Iallreduce pieces among the leaders
+        const uint64_t pieces = std::min<uint64_t>(param(d, "leaders"), s.ppn) * param(d, "pipeline_k");
         sa = a / pieces, sb = b / pieces, p = s.nodes;
     } else {
         return false;
@@ -272,20 +272,20 @@ TEST_CASE("multileader on one node: small calls reduced by every rank, one wait 
     CHECK(node_reduces_directly(0, 1024));
     CHECK_FALSE(node_reduces_directly(1, 1024));
     // 1 KiB, ppn 2: a' + n b' + (ppn - 1) n c = 1e-6 + 1.024e-6 + 0.512e-6, whatever the leader count
-    CHECK(multileader_time(hand(), Shape{1024, 2, 1}, multileader(1, 1), Flavor::mpich) == Approx(2.536e-6));
-    CHECK(multileader_time(hand(), Shape{1024, 2, 1}, multileader(2, 1), Flavor::openmpi) == Approx(2.536e-6));
+    CHECK(predict(hand(), Shape{1024, 2, 1}, multileader(1, 1), Flavor::mpich) == Approx(2.536e-6));
+    CHECK(predict(hand(), Shape{1024, 2, 1}, multileader(2, 1), Flavor::openmpi) == Approx(2.536e-6));
     // the leaders' scheme beyond: 1 MiB, ppn 2, l = 2: 2 l a' + 2 n b' + (ppn - 1) (n / l) c
     //   = 4e-6 + 2.097152e-3 + 2.62144e-4 = 2.363296e-3
-    CHECK(multileader_time(hand(), Shape{kMiB, 2, 1}, multileader(2, 1), Flavor::mpich) == Approx(2.363296e-3));
+    CHECK(predict(hand(), Shape{kMiB, 2, 1}, multileader(2, 1), Flavor::mpich) == Approx(2.363296e-3));
     // and never on several nodes (the leaders carry the inter-node step)
-    CHECK(multileader_time(hand(), Shape{1024, 2, 2}, multileader(1, 1), Flavor::mpich) > 2.536e-6 + 1e-6);
+    CHECK(predict(hand(), Shape{1024, 2, 2}, multileader(1, 1), Flavor::mpich) > 2.536e-6 + 1e-6);
 }
 
 TEST_CASE("more leaders help only up to saturation", "[model]") {
     MachineParams m = hand();
     m.gamma = 1e15;  // reduction free: the network term alone
     const Shape s{16 * kMiB, 16, 4};
-    auto t = [&](uint32_t l) { return multileader_time(m, s, multileader(l, 1), Flavor::openmpi); };
+    auto t = [&](uint32_t l) { return predict(m, s, multileader(l, 1), Flavor::openmpi); };
     CHECK(t(2) < t(1));
     CHECK(t(4) < t(2));
     // the gain of doubling shrinks as the node's bandwidth saturates
@@ -296,8 +296,8 @@ TEST_CASE("more leaders help only up to saturation", "[model]") {
     // and small messages, latency-bound, want one leader
     m.stream_gain = 2;
     const Shape small{256, 16, 4};
-    CHECK(multileader_time(m, small, multileader(1, 1), Flavor::mpich) <
-          multileader_time(m, small, multileader(16, 1), Flavor::mpich));
+    CHECK(predict(m, small, multileader(1, 1), Flavor::mpich) <
+          predict(m, small, multileader(16, 1), Flavor::mpich));
 }
 
 TEST_CASE("the model ranks paths plausibly", "[model]") {

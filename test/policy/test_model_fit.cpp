@@ -102,7 +102,7 @@ TEST_CASE("fitting recovers known parameters from noisy timings", "[fit]") {
 TEST_CASE("samples without a model are left out of fitting and error", "[fit]") {
     Sample sharp;
     sharp.shape = Shape{1024, 2, 2};
-    sharp.decision.path = Path::sharp;
+    set_path(sharp.decision, Path::sharp);
     sharp.seconds = 1e-5;
     CHECK(std::isnan(median_relative_error(truth(), {sharp})));
     std::vector<Sample> samples = synthetic(truth(), 0);

@@ -4,10 +4,12 @@
 #include <string>
 #include <vector>
 
+#include "test/policy/decisions.h"
 #include "policy/rules.h"
 
 using namespace arshim;
 using namespace arshim::policy;
+using namespace arshim::policy::testing;
 
 namespace {
 
@@ -48,10 +50,6 @@ path = "multileader"
 leaders = 4
 pipeline_k = 2
 kernel = "simd"
-sharp_mode = "sat"
-sharp_leaders = "socket"
-window = 16
-segments = 8
 )");
     REQUIRE(t.problems.empty());
     REQUIRE(t.rules.size() == 1);
@@ -66,16 +64,31 @@ segments = 8
     CHECK(r.match.dim[Box::comm_size] == Interval{0, 1024});
     CHECK(r.match.dtypes == 0x3);
     CHECK(r.match.ops == ((1u << static_cast<int>(kernels::Op::sum)) | (1u << static_cast<int>(kernels::Op::max))));
-    CHECK(r.action.path == Path::multileader);
-    CHECK(r.action.leaders == 4);
-    CHECK(r.action.pipeline_k == 2);
+    CHECK(r.action.path() == Path::multileader);
+    CHECK(param(r.action, "leaders") == 4);
+    CHECK(param(r.action, "pipeline_k") == 2);
     CHECK(r.action.kernel == KernelChoice::simd);
-    CHECK(r.action.sharp_mode == SharpMode::sat);
-    CHECK(r.action.sharp_leaders == SharpLeaders::socket);
-    CHECK(r.action.window == 16);
-    CHECK(r.action.segments == 8);
-    CHECK(r.action.segment_bytes == 0);
     CHECK(r.action.rule == -1);
+}
+
+TEST_CASE("each path's own keys; another path's keys warn and are ignored", "[reader]") {
+    const Table sharp = read("version = 1\n[[rule]]\npath = \"sharp\"\nsharp_mode = \"sat\"\nsharp_leaders = \"socket\"\n");
+    REQUIRE(sharp.problems.empty());
+    CHECK(sharp.rules[0].action.get<SharpParams>().mode == SharpMode::sat);
+    CHECK(sharp.rules[0].action.get<SharpParams>().leaders == SharpLeaders::socket);
+
+    const Table mixed = read("version = 1\n[[rule]]\npath = \"multileader\"\nleaders = 2\nwindow = 16\n");
+    CHECK(mixed.usable());
+    CHECK(mixed.problems == std::vector<std::string>{
+                                "p.toml:5: warning: rule 1: window is a parameter of pipelined, not of multileader: "
+                                "ignored"});
+    CHECK(param(mixed.rules[0].action, "leaders") == 2);
+    CHECK(param(mixed.rules[0].action, "window") == -1);
+
+    // A rule without a path: an error, and its parameters are not reported again.
+    const Table pathless = read("version = 1\n[[rule]]\nleaders = 2\n");
+    CHECK(pathless.problems == std::vector<std::string>{"p.toml:2: rule 1: no 'path'; allowed: native, pipelined, "
+                                                        "multileader, sharp, reproducible"});
 }
 
 TEST_CASE("defaults for keys a rule leaves out", "[reader]") {
@@ -87,15 +100,16 @@ TEST_CASE("defaults for keys a rule leaves out", "[reader]") {
     CHECK(r.match.dtypes == kAllDtypes);
     CHECK(r.match.ops == kAllOps);
     CHECK(r.match.mpis == kAllFlavors);
-    CHECK(r.action.segment_bytes == kDefaultSegmentBytes);
-    CHECK(r.action.segments == 0);
-    CHECK(r.action.window == kDefaultWindow);
-    CHECK(r.action.leaders == 1);
-    CHECK(r.action.pipeline_k == 1);
+    CHECK(param(r.action, "segment_bytes") == PipelinedParams::kDefaultSegmentBytes);
+    CHECK(param(r.action, "segments") == 0);
+    CHECK(param(r.action, "window") == PipelinedParams::kDefaultWindow);
     CHECK(r.action.kernel == KernelChoice::native);
-    CHECK(r.action.sharp_mode == SharpMode::automatic);
-    CHECK(r.action.sharp_leaders == SharpLeaders::node);
-    CHECK(r.set == 0);
+    const Table m = read("version = 1\n[[rule]]\npath = \"multileader\"\n");
+    CHECK(param(m.rules[0].action, "leaders") == 1);
+    CHECK(param(m.rules[0].action, "pipeline_k") == 1);
+    const Table sh = read("version = 1\n[[rule]]\npath = \"sharp\"\n");
+    CHECK(sh.rules[0].action.get<SharpParams>().mode == SharpMode::automatic);
+    CHECK(sh.rules[0].action.get<SharpParams>().leaders == SharpLeaders::node);
 }
 
 TEST_CASE("byte ranges are half-open and become size buckets", "[reader]") {
@@ -146,17 +160,18 @@ TEST_CASE("text forms round-trip", "[reader]") {
 TEST_CASE("unknown keys are errors that name the key, the rule and what is allowed", "[reader][messages]") {
     CHECK(problems("version = 1\n[[rule]]\npath = \"pipelined\"\n[[rule]]\npath = \"pipelined\"\nsegmnts = 4\n") ==
           std::vector<std::string>{
-              "p.toml:6: rule 2: unknown key 'segmnts' (did you mean 'segments'?); allowed: name, mpi, bytes, ppn, "
-              "nodes, comm_size, dtype, op, path, segments, segment_bytes, window, leaders, pipeline_k, kernel, "
-              "sharp_mode, sharp_leaders, library_bug, reproducible, algorithm, evidence, time_us, native_us, note"});
+              "p.toml:6: rule 2: unknown key 'segmnts' (did you mean 'segments'?); allowed: "
+              "name, mpi, bytes, ppn, nodes, comm_size, dtype, op, library_bug, reproducible, path, kernel, segment_bytes, "
+              "segments, window, leaders, pipeline_k, sharp_mode, sharp_leaders, algorithm, evidence, time_us, native_us, "
+              "note"});
     CHECK(problems("version = 1\nrules = []\n[[rule]]\npath = \"native\"\n") ==
           std::vector<std::string>{"p.toml:2: unknown top-level key 'rules' (did you mean 'rule'?); allowed: "
                                    "version, origin, model, rule (rules are [[rule]] tables)"});
     CHECK(problems("version = 1\n[[rule]]\npath = \"native\"\ncolour = \"red\"\n") ==
-          std::vector<std::string>{"p.toml:4: rule 1: unknown key 'colour'; allowed: name, mpi, bytes, ppn, nodes, "
-                                   "comm_size, dtype, op, path, segments, segment_bytes, window, leaders, "
-                                   "pipeline_k, kernel, sharp_mode, sharp_leaders, library_bug, reproducible, algorithm, evidence, "
-                                   "time_us, native_us, note"});
+          std::vector<std::string>{"p.toml:4: rule 1: unknown key 'colour'; allowed: "
+              "name, mpi, bytes, ppn, nodes, comm_size, dtype, op, library_bug, reproducible, path, kernel, segment_bytes, "
+              "segments, window, leaders, pipeline_k, sharp_mode, sharp_leaders, algorithm, evidence, time_us, native_us, "
+              "note"});
 }
 
 TEST_CASE("bad values: type, range, choice, syntax", "[reader][messages]") {
@@ -304,8 +319,8 @@ segment_bytes = "64K"
     CHECK(t.warnings == 3);
     REQUIRE(t.rules.size() == 2);
     CHECK(t.rules[0].match.dim[Box::bucket] == Interval{12, 23});
-    CHECK(t.rules[1].action.segments == 0);  // segment_bytes wins
-    CHECK(t.rules[1].action.segment_bytes == 64 * 1024);
+    CHECK(param(t.rules[1].action, "segments") == 0);  // segment_bytes wins
+    CHECK(param(t.rules[1].action, "segment_bytes") == 64 * 1024);
 
     CHECK(problems("version = 1\n[[rule]]\nbytes = \"3000..4000\"\npath = \"native\"\n") ==
           std::vector<std::string>{

@@ -15,12 +15,12 @@ using namespace arshim::policy::testing;
 
 namespace {
 
-Decision native() { return Decision{}; }
+Decision native() { return decision_for(Path::native); }
 Decision sharp_llt() {
     Decision d;
-    d.path = Path::sharp;
-    d.sharp_mode = SharpMode::llt;
-    d.sharp_leaders = SharpLeaders::socket;
+    set_path(d, Path::sharp);
+    d.get<SharpParams>().mode = SharpMode::llt;
+    d.get<SharpParams>().leaders = SharpLeaders::socket;
     return d;
 }
 
@@ -78,14 +78,16 @@ TEST_CASE("adjacent sizes with one decision become one rule", "[merge]") {
     const auto rules = merge_points(points);
     CHECK(rules.size() == 3);  // the minimum: three decisions
     check_same_decisions(points, rules);
-    const std::string text = render_rules(rules);
-    CHECK(text.find("bytes = \"..4K\"") != std::string::npos);
-    CHECK(text.find("bytes = \"4K..1M\"") != std::string::npos);
-    CHECK(text.find("bytes = \"1M..\"") != std::string::npos);
-    CHECK(text.find("evidence = \"predicted\"") != std::string::npos);
-    // the comment names the times and the speed-up over native
-    CHECK(text.find("# measured ") != std::string::npos);
-    CHECK(text.find("x native (13 points)") != std::string::npos);
+    // The text reads back as the rules: their byte ranges, evidence, and a note with the times and the speed-up.
+    const Table table = read_table(render_rules(rules), "merged");
+    REQUIRE(table.usable());
+    REQUIRE(table.rules.size() == 3);
+    CHECK(format_bytes_range(table.rules[0].match.dim[Box::bucket]) == "..4K");
+    CHECK(format_bytes_range(table.rules[1].match.dim[Box::bucket]) == "4K..1M");
+    CHECK(format_bytes_range(table.rules[2].match.dim[Box::bucket]) == "1M..");
+    CHECK(table.rules[0].evidence.kind == EvidenceKind::predicted);
+    CHECK(table.rules[0].note.rfind("measured ", 0) == 0);
+    CHECK(table.rules[0].note.find("x native (13 points)") != std::string::npos);
 }
 
 TEST_CASE("identical size runs merge across ppn and nodes", "[merge]") {
@@ -98,8 +100,10 @@ TEST_CASE("identical size runs merge across ppn and nodes", "[merge]") {
     CHECK(rules[0].nodes == Interval{2, 5});
     CHECK(rules[0].ppn == Interval{1, 5});
     check_same_decisions(points, rules);
-    const std::string text = render_rules(rules);
-    CHECK(text.find("nodes = \"2..=4\"\nppn = \"1..=4\"") != std::string::npos);
+    const Table table = read_table(render_rules(rules), "merged");
+    REQUIRE(table.rules.size() == 2);
+    CHECK(table.rules[0].match.dim[Box::nodes] == Interval{2, 5});
+    CHECK(table.rules[0].match.dim[Box::ppn] == Interval{1, 5});
 }
 
 TEST_CASE("a differing cell costs only its own rules", "[merge]") {
@@ -157,8 +161,11 @@ TEST_CASE("random decision grids: the merged table decides like the points", "[m
 
 TEST_CASE("same_action compares what the path uses", "[merge]") {
     Decision a = native(), b = native();
-    b.window = 3;  // not a native parameter
+    b.kernel = KernelChoice::simd;  // native hands no op to the library
     CHECK(same_action(a, b));
+    Decision c = pipelined(1 << 20, 8), d = pipelined(1 << 20, 8);
+    d.kernel = KernelChoice::simd;  // the pipelined path does
+    CHECK_FALSE(same_action(c, d));
     CHECK_FALSE(same_action(pipelined(1 << 20, 8), pipelined(1 << 20, 4)));
     CHECK_FALSE(same_action(multileader(2, 1), multileader(2, 2)));
 }

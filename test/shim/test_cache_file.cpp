@@ -14,11 +14,13 @@
 #include <string>
 #include <vector>
 
+#include "test/policy/decisions.h"
 #include "policy/rule_writer.h"
 #include "shim/tune/cache_file.h"
 
 namespace cache = arshim::tune::cache;
 using arshim::policy::RuleSpec;
+using namespace arshim::policy::testing;
 
 namespace {
 
@@ -56,8 +58,8 @@ RuleSpec learned(uint32_t nodes, uint32_t ppn, uint32_t bucket, uint32_t leaders
     r.match.dim[arshim::policy::Box::bucket] = {bucket, bucket + 1ull};
     r.match.dtypes = 1u << static_cast<unsigned>(arshim::vocab::DtypeClass::floating);
     r.match.ops = 1u << static_cast<unsigned>(arshim::vocab::Op::sum);
-    r.action.path = arshim::vocab::Path::multileader;
-    r.action.leaders = leaders;
+    set_path(r.action, arshim::vocab::Path::multileader);
+    set_param(r.action, "leaders", leaders);
     r.evidence.kind = arshim::policy::EvidenceKind::measured;
     r.evidence.time_us = time_us;
     r.evidence.native_us = native_us;
@@ -97,8 +99,8 @@ TEST_CASE("The cache's text reads back as the same rules", "[cache]") {
         }
         CHECK(b.match.dtypes == a.match.dtypes);
         CHECK(b.match.ops == a.match.ops);
-        CHECK(b.action.path == a.action.path);
-        CHECK(b.action.leaders == a.action.leaders);
+        CHECK(b.action.path() == a.action.path());
+        CHECK(param(b.action, "leaders") == param(a.action, "leaders"));
         CHECK(b.evidence.kind == a.evidence.kind);
         CHECK(b.evidence.time_us == Approx(a.evidence.time_us).margin(0.006));
         CHECK(b.evidence.native_us == Approx(a.evidence.native_us));
@@ -196,9 +198,9 @@ TEST_CASE("Learned rules replace the file's rule with the same match and the oth
     REQUIRE(found.holds == cache::Holds::ours);
     REQUIRE(found.table.rules.size() == 3);
     CHECK(found.table.rules[0].match.dim[arshim::policy::Box::bucket].lo == 14);
-    CHECK(found.table.rules[0].action.leaders == 1);
+    CHECK(param(found.table.rules[0].action, "leaders") == 1);
     CHECK(found.table.rules[1].match.dim[arshim::policy::Box::bucket].lo == 15);
-    CHECK(found.table.rules[1].action.leaders == 2);  // measured later: replaced
+    CHECK(param(found.table.rules[1].action, "leaders") == 2);  // measured later: replaced
     CHECK(found.table.rules[2].match.dim[arshim::policy::Box::bucket].lo == 16);
 }
 

@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "kernels/vocabulary.h"
+#include "policy/routing_words.h"
 #include "policy/policy.h"
 #include "shim/core/fixed_table.h"
 #include "shim/core/layout.h"

@@ -38,7 +38,8 @@ else echo "ok: online corrects a bad policy: $(grep -o 'tuning (online): .*' <<<
 fi
 
 # 2. guard: the bad path against the library's allreduce: the library's kept where it is faster (reason tuned).
-out=$(run 2 "$shim" ARSHIM_POLICY="$tmp/bad.toml" ARSHIM_TUNE=guard ARSHIM_STATS_SUMMARY=1 -- "$prog" --calls 30 --max 4194304)
+out=$(run 2 "$shim" ARSHIM_POLICY="$tmp/bad.toml" ARSHIM_TUNE=guard ARSHIM_STATS_SUMMARY=1 -- "$prog" --calls 30 --max 4194304 \
+      --type int)
 if ! grep -q "check_tune: 0 wrong results" <<<"$out" || ! grep -qE "native because:.* tuned=[0-9]+" <<<"$out"; then
   say_fail "guard, bad policy: expected right results and calls sent to the library as 'tuned'" "$out"
 else echo "ok: guard keeps the library where the policy's path is slower: $(grep -o 'tuning (guard): .*' <<<"$out")"
@@ -50,20 +51,21 @@ fi
 # node the same policy gets no leader candidate (guard is the policy against the library there).
 one_rule_policy "$tmp/two-leaders.toml" "every call: multi-leader, two leaders" 'path = "multileader"' 'leaders = 2'
 out=$(TIMEOUT=150 run 4 "$test_lib" ARSHIMTEST_KERNEL_FAULT=none ARSHIMTEST_TUNE_SLOW_LEADERS=2 ARSHIM_VIRTUAL_PPN=2 \
-      ARSHIM_POLICY="$tmp/two-leaders.toml" ARSHIM_TUNE=guard ARSHIM_LOG=info -- "$prog" --calls 40 --max 1048576)
+      ARSHIM_POLICY="$tmp/two-leaders.toml" ARSHIM_TUNE=guard ARSHIM_LOG=info -- "$prog" --calls 40 --max 1048576 --type int)
 rc=$?
-decided=$(grep -c "tuned MPI_FLOAT MPI_SUM, [0-9]* B on a communicator of 4 ranks (2 node(s) x 2): " <<<"$out")
-kept_two=$(grep "tuned MPI_FLOAT MPI_SUM, [0-9]* B on a communicator of 4 ranks (2 node(s) x 2): multileader leaders=2 " \
+decided=$(grep -c "tuned MPI_INT MPI_SUM, [0-9]* B on a communicator of 4 ranks (2 node(s) x 2): " <<<"$out")
+kept_two=$(grep "tuned MPI_INT MPI_SUM, [0-9]* B on a communicator of 4 ranks (2 node(s) x 2): multileader leaders=2 " \
            <<<"$out" | grep -c .)
-listed_one=$(grep "tuned MPI_FLOAT MPI_SUM, [0-9]* B on a communicator of 4 ranks" <<<"$out" | grep -c "multileader leaders=1 [^:]*: [0-9.]* us")
+listed_one=$(grep "tuned MPI_INT MPI_SUM, [0-9]* B on a communicator of 4 ranks" <<<"$out" | grep -c "multileader leaders=1 [^:]*: [0-9.]* us")
 if [[ $rc -ne 0 ]] || ! grep -q "check_tune: 0 wrong results" <<<"$out" || [[ $decided -lt 4 || $kept_two -ne 0 || $listed_one -ne $decided ]]; then
   say_fail "guard across 2 virtual nodes, two leaders made slow: expected one leader tried in every decided key and two leaders never kept (decided $decided, kept two $kept_two, one leader timed in $listed_one; exit $rc)" "$out"
 else echo "ok: guard across nodes tries half the leaders: $decided keys decided, none kept two slow leaders"
-  grep "tuned MPI_FLOAT MPI_SUM, 1048576 B" <<<"$out" | cut -c1-200 | sed 's/^/    /'
+  grep "tuned MPI_INT MPI_SUM, 1048576 B" <<<"$out" | cut -c1-200 | sed 's/^/    /'
 fi
-out=$(run 2 "$shim" ARSHIM_POLICY="$tmp/two-leaders.toml" ARSHIM_TUNE=guard ARSHIM_LOG=info -- "$prog" --calls 20 --max 262144)
-one_node=$(grep -c "tuned MPI_FLOAT MPI_SUM, [0-9]* B on a communicator of 2 ranks (1 node(s) x 2)" <<<"$out")
-if ! grep -q "check_tune: 0 wrong results" <<<"$out" || [[ $one_node -lt 2 ]] || grep "tuned MPI_FLOAT" <<<"$out" | grep -q "leaders=1"; then
+out=$(run 2 "$shim" ARSHIM_POLICY="$tmp/two-leaders.toml" ARSHIM_TUNE=guard ARSHIM_LOG=info -- "$prog" --calls 20 --max 262144 \
+      --type int)
+one_node=$(grep -c "tuned MPI_INT MPI_SUM, [0-9]* B on a communicator of 2 ranks (1 node(s) x 2)" <<<"$out")
+if ! grep -q "check_tune: 0 wrong results" <<<"$out" || [[ $one_node -lt 2 ]] || grep "tuned MPI_INT" <<<"$out" | grep -q "leaders=1"; then
   say_fail "guard on one node, two leaders: expected decisions between the policy and the library only" "$out"
 else echo "ok: guard on one node: the policy against the library only ($one_node keys)"
 fi
@@ -76,19 +78,20 @@ if [[ $flavor == openmpi ]]; then small_segments="segment_bytes=64K window=4"; e
 one_rule_policy "$tmp/large-segments.toml" "every call: pipelined, 1 MiB segments" 'path = "pipelined"' \
   'segment_bytes = "1M"' 'window = 8'
 out=$(TIMEOUT=150 run 4 "$test_lib" ARSHIMTEST_KERNEL_FAULT=none ARSHIMTEST_TUNE_SLOW_SEGMENTS=1048576 ARSHIM_VIRTUAL_PPN=2 \
-      ARSHIM_POLICY="$tmp/large-segments.toml" ARSHIM_TUNE=guard ARSHIM_LOG=info -- "$prog" --calls 40 --max 4194304)
+      ARSHIM_POLICY="$tmp/large-segments.toml" ARSHIM_TUNE=guard ARSHIM_LOG=info -- "$prog" --calls 40 --max 4194304 \
+      --type int)
 rc=$?
-big='tuned MPI_FLOAT MPI_SUM, (1048576|4194304) B on a communicator of 4 ranks \(2 node\(s\) x 2\): '
+big='tuned MPI_INT MPI_SUM, (1048576|4194304) B on a communicator of 4 ranks \(2 node\(s\) x 2\): '
 decided_big=$(grep -cE "$big" <<<"$out")
 kept_large=$(grep -E "${big}pipelined segment_bytes=1M " <<<"$out" | grep -c .)
 timed_small=$(grep -E "$big" <<<"$out" | grep -cE "pipelined $small_segments[^:]*: [0-9.]+ us")
-small_below=$(grep -E "tuned MPI_FLOAT MPI_SUM, [0-9]+ B on a communicator of 4 ranks" <<<"$out" | grep -vE "$big" |
+small_below=$(grep -E "tuned MPI_INT MPI_SUM, [0-9]+ B on a communicator of 4 ranks" <<<"$out" | grep -vE "$big" |
               grep -c "$small_segments")
 if [[ $rc -ne 0 ]] || ! grep -q "check_tune: 0 wrong results" <<<"$out" || [[ $decided_big -ne 2 || $kept_large -ne 0 ||
       $timed_small -ne 2 || $small_below -ne 0 ]]; then
   say_fail "guard across 2 virtual nodes, 1 MiB segments made slow: expected small segments ($small_segments) timed in both keys from 1 MiB, the policy's segments kept in neither, no small-segment candidate below 1 MiB (decided $decided_big, kept 1M $kept_large, small timed $timed_small, small below 1 MiB $small_below; exit $rc)" "$out"
 else echo "ok: guard across nodes tries small segments ($small_segments) from 1 MiB: both keys timed them, none kept the slow policy"
-  grep "tuned MPI_FLOAT MPI_SUM, 4194304 B" <<<"$out" | cut -c1-220 | sed 's/^/    /'
+  grep "tuned MPI_INT MPI_SUM, 4194304 B" <<<"$out" | cut -c1-220 | sed 's/^/    /'
 fi
 
 # 3. Ranks that see different timings (one rank sees the library 100x faster) still decide alike: no hang, right.

@@ -20,16 +20,20 @@ namespace {
 using nlohmann::json;
 
 Decision decision_of(const json& m) {
-    Decision d;
     Path path = Path::native;
     if (!parse_path(m.at("path").get<std::string>(), &path)) throw std::runtime_error("unknown path " + m.at("path").dump());
-    d.path = path;
-    d.leaders = m.value("leaders", 1u);
-    d.pipeline_k = m.value("pipeline_k", 1u);
-    d.segment_bytes = m.value("segment_bytes", uint64_t{0});
-    d.window = m.value("window", 8u);
-    // segments = 1 with no segment size: the whole message as one non-blocking allreduce (the tuner's small sizes)
-    d.segments = d.path == Path::pipelined && d.segment_bytes == 0 ? m.value("segments", 0u) : 0;
+    Decision d = decision_for(path);
+    if (path == Path::multileader) {
+        auto& p = d.get<MultileaderParams>();
+        p.leaders = m.value("leaders", 1u);
+        p.pipeline_k = m.value("pipeline_k", 1u);
+    } else if (path == Path::pipelined) {
+        auto& p = d.get<PipelinedParams>();
+        p.segment_bytes = m.value("segment_bytes", uint64_t{0});
+        p.window = m.value("window", 8u);
+        // segments = 1 with no segment size: the whole message as one non-blocking allreduce (the tuner's small sizes)
+        p.segments = p.segment_bytes == 0 ? m.value("segments", 0u) : 0;
+    }
     return d;
 }
 
