@@ -1,5 +1,5 @@
 // Comparing two results of the same reduction: the result an ARShim path delivered and the one the MPI library
-// computed for the same inputs (verify mode, shim/core/verify.cpp). MPI-free, so the rules are unit-tested without
+// computed for the same inputs (verify mode, shim/modes/verify.cpp). MPI-free, so the rules are unit-tested without
 // mpirun (test/kernels/test_compare.cpp).
 //
 // What counts as the same result:

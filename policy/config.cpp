@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include "kernels/vocabulary.h"
+#include "policy/path_rows.h"
 #include "policy/text.h"
 
 #include <cctype>
@@ -12,6 +13,8 @@
 namespace arshim {
 
 namespace {
+
+#define ARSHIM_PATH_CHOICE(name, Params) "|" #name
 
 constexpr int64_t kNoLimit = std::numeric_limits<int64_t>::max();
 constexpr int64_t kTiB = int64_t{1} << 40;
@@ -26,7 +29,8 @@ const std::array<OptionSpec, kOptionCount> kOptions = {{
      "1 turns any configuration error into MPI_Abort instead of a warning and the built-in setting."},
     {OptionId::virtual_ppn, "ARSHIM_VIRTUAL_PPN", OptionType::integer, "0", nullptr, 0, 1 << 20,
      "Tests and emulation only: every k consecutive ranks of MPI_COMM_WORLD form one node (0 = real nodes)."},
-    {OptionId::path, "ARSHIM_PATH", OptionType::choice, "auto", "auto|native|pipelined|multileader|sharp|reproducible", 0, 0,
+    // The choices are "auto" and the path rows' names (policy/path_rows.h), joined at compile time.
+    {OptionId::path, "ARSHIM_PATH", OptionType::choice, "auto", "auto" ARSHIM_PATH_ROWS(ARSHIM_PATH_CHOICE), 0, 0,
      "Force one path for every call it can serve (auto = follow the policy). Calls it cannot serve go native, "
      "counted."},
     {OptionId::segments, "ARSHIM_SEGMENTS", OptionType::integer, "0", nullptr, 0, 65536,

@@ -6,8 +6,8 @@
 
 #include "shim/core/layout.h"
 #include "shim/core/world_nodes.h"
-#include "shim/core/log.h"
-#include "shim/core/mpi_util.h"
+#include "shim/base/log.h"
+#include "shim/base/mpi_util.h"
 #include "shim/core/runtime.h"
 #include "shim/stats/counters.h"
 
@@ -44,11 +44,6 @@ int delete_callback(MPI_Comm, int, void* attribute, void*) {
     }
     delete ctx;  // releases its MPI resources unless finalize already did
     return MPI_SUCCESS;
-}
-
-void free_comm(MPI_Comm* comm) {
-    if (*comm != MPI_COMM_NULL) PMPI_Comm_free(comm);
-    *comm = MPI_COMM_NULL;
 }
 
 // The statistics id of a communicator: FNV-1a over (inter, size, world rank of each member minus that of its rank
@@ -110,7 +105,7 @@ CommContext* CommContext::get(MPI_Comm comm) {
 void CommContext::build_local(MPI_Comm user_comm) {
     const Runtime& rt = runtime();
     comm = user_comm;
-    config = &rt.config;
+    settings = &rt.settings;
     policy = rt.policy.get();
 
     int is_inter = 0;
@@ -134,8 +129,8 @@ void CommContext::build_local(MPI_Comm user_comm) {
     // agreed at MPI_Init (their thresholds could differ). The layout itself costs no communication when the world's
     // node map is known (~1 us: shim/core/layout.h), so it is computed now, on the communicator's first call, and
     // the call that warms the context costs no more than its decision (docs/paths.md "First calls").
-    const bool at_once = user_comm == MPI_COMM_WORLD || !rt.config_agreed || config->text(OptionId::path) != "auto";
-    warm_after_ = at_once ? 1 : config->number(OptionId::context_after);
+    const bool at_once = user_comm == MPI_COMM_WORLD || !rt.config_agreed || settings->forced_path;
+    warm_after_ = at_once ? 1 : settings->context_after;
     warm_ = false;
     if (warm_after_ <= 1)
         build_layout();
@@ -168,16 +163,16 @@ void CommContext::compute_layout() {
         std::vector<int>().swap(world_ranks_);
     } else {
         // Collectively. ARSHIM_VIRTUAL_PPN=k (tests, emulation) makes every k consecutive world ranks one node.
-        const int64_t virtual_ppn = config->number(OptionId::virtual_ppn);
+        const int64_t virtual_ppn = settings->virtual_ppn;
         const int rc = virtual_ppn > 0
-                           ? comm_split_twice(comm, rt.world_rank / static_cast<int>(virtual_ppn), rank, &node_comm)
-                           : comm_split_type_twice(comm, MPI_COMM_TYPE_SHARED, rank, &node_comm);  // twice: mpi_util.h
+                           ? comm_split_twice(comm, rt.world_rank / static_cast<int>(virtual_ppn), rank, &node_comm_)
+                           : comm_split_type_twice(comm, MPI_COMM_TYPE_SHARED, rank, &node_comm_);  // twice: mpi_util.h
         // Node id: the comm rank of the node's lowest rank (node-rank 0, the split is keyed by comm rank). When a
         // rank could not make the node communicator (no communicator id left; agreed), every rank is its own node:
         // the node paths then decline (one rank per node), identically on every rank.
         int lowest = rank;
-        node_comm_failed_ = !made_on_all_ranks(rc, &node_comm, comm);
-        if (!node_comm_failed_) bcast_twice(&lowest, 1, MPI_INT, 0, node_comm);  // twice: shim/core/mpi_util.h
+        node_comm_failed_ = !made_on_all_ranks(rc, &node_comm_, comm);
+        if (!node_comm_failed_) bcast_twice(&lowest, 1, MPI_INT, 0, node_comm_);  // twice: shim/base/mpi_util.h
         node_ids.resize(static_cast<std::size_t>(size));
         PMPI_Allgather(&lowest, 1, MPI_INT, node_ids.data(), 1, MPI_INT, comm);
         std::vector<int>().swap(world_ranks_);
@@ -197,17 +192,7 @@ void CommContext::compute_layout() {
     agree_on_settings();
     log::debug("context: comm size {} rank {}, node {}/{} (rank {} of {}), ppn {}..{}{}{}", size, rank, node_index,
                node_count, node_rank, node_size, ppn_min, ppn_max, nodes_contiguous ? "" : ", nodes interleaved",
-               node_comm == MPI_COMM_NULL ? " (from the world's node map)" : "");
-}
-
-MPI_Comm CommContext::node_communicator() {
-    if (node_comm == MPI_COMM_NULL && !node_comm_failed_) {
-        // Same members and order as a split by type: the node's ranks in comm rank order.
-        const int rc = comm_split_twice(comm, node_index, rank, &node_comm);  // twice: mpi_util.h
-        // Agreed: every rank gets MPI_COMM_NULL alike when one could not make it (no communicator id left).
-        node_comm_failed_ = !made_on_all_ranks(rc, &node_comm, comm);
-    }
-    return node_comm;
+               node_comm_ == MPI_COMM_NULL ? " (from the world's node map)" : "");
 }
 
 // The ranks of this communicator must decide alike. When MPI_Init was intercepted all ranks hold world rank 0's
@@ -216,21 +201,22 @@ MPI_Comm CommContext::node_communicator() {
 void CommContext::agree_on_settings() {
     const Runtime& rt = runtime();
     if (rt.config_agreed) return;
-    const uint64_t digest = config->digest() ^ std::hash<std::string>{}(rt.policy_text);
+    const uint64_t digest = settings->config->digest() ^ std::hash<std::string>{}(rt.policy_text);
     const long long mine = static_cast<long long>(digest);
     if (same_on_all_ranks(&mine, 1, comm)) return;
 
-    std::string blob = Config::serialize(config->pairs());
+    std::string blob = Config::serialize(settings->config->pairs());
     bcast_string(blob, 0, comm);
     std::string policy_text = rt.policy_text;
     bool have_file = rt.have_policy_file;
     bcast_optional_string(policy_text, &have_file, 0, comm);
     own_config_ = std::make_unique<Config>(Config::from_pairs(Config::deserialize(blob), nullptr));
+    own_settings_ = std::make_unique<Settings>(Settings::from(*own_config_));
     policy::LoadResult loaded = policy::load_policy(*own_config_, have_file ? &policy_text : nullptr,
                                                     own_config_->text(OptionId::policy), mpi_flavor(),
                                                     /*check_reachability=*/false);
     own_policy_ = loaded.policy;
-    config = own_config_.get();
+    settings = own_settings_.get();
     policy = own_policy_.get();
     if (rank == 0 && log::first_time("settings-disagree"))
         log::warn("ranks of a communicator have different ARSHIM_* settings (MPI_Init was not intercepted); "
@@ -258,7 +244,7 @@ const policy::Decision& CommContext::decide(uint64_t bytes, uint32_t bucket, MPI
     return decision;
 }
 
-CommContext::KeyBook& CommContext::book(uint32_t bucket, kernels::Type type, kernels::Op op) {
+KeyBook& CommContext::book(uint32_t bucket, kernels::Type type, kernels::Op op) {
     if (!books_) {
         books_ = std::make_unique<FixedTable<uint32_t, KeyBook, 64, 8>>();
         overflow_book_.overflow = true;
@@ -266,46 +252,6 @@ CommContext::KeyBook& CommContext::book(uint32_t bucket, kernels::Type type, ker
     const uint32_t key = bucket << 16 | static_cast<uint32_t>(type) << 8 | static_cast<uint32_t>(op);
     KeyBook* entry = books_->find_or_insert(key, vocab::mix64(key));
     return entry != nullptr ? *entry : overflow_book_;
-}
-
-namespace {
-std::atomic<int64_t> g_admitted{0};  // communicators admitted by CommContext::admit() and not released
-}  // namespace
-
-bool CommContext::admit(const long long* values, int count, bool* same) {
-    if (admission_ != Admission::undecided) {
-        const bool admitted = admission_ == Admission::admitted;
-        if (same != nullptr) *same = admitted && same_on_all_ranks(values, count, comm);
-        return admitted;
-    }
-    // Room is counted per process; threads admitting at once may exceed the limit by their number (a soft bound).
-    const int64_t limit = config->number(OptionId::max_comms);
-    const bool room = g_admitted.load(std::memory_order_relaxed) < limit;
-    const Agreement agreed = agree_on_all_ranks(room, values, count, comm);
-    if (same != nullptr) *same = agreed.ok && agreed.same;
-    if (!agreed.ok || !agreed.all) {
-        admission_ = Admission::refused;
-        // Once per process, from a rank that has no room and is rank 0 of the world or of this communicator (not
-        // from every rank of a large job).
-        if (agreed.ok && !room && (rank == 0 || runtime().world_rank == 0) && log::first_time("comm-limit"))
-            log::warn("{} communicators already hold ARShim's node windows and communicators in this process "
-                      "(ARSHIM_MAX_COMMS={}): allreduce calls on further communicators run native, counted as "
-                      "comm_limit; raise ARSHIM_MAX_COMMS if the MPI library has communicator ids to spare",
-                      g_admitted.load(std::memory_order_relaxed), limit);
-        return false;
-    }
-    admission_ = Admission::admitted;
-    g_admitted.fetch_add(1, std::memory_order_relaxed);
-    return true;
-}
-
-void CommContext::release_mpi_resources() {
-    if (released_) return;
-    released_ = true;
-    // Reverse slot order: a path may use the state of an earlier slot (sharp uses the node window).
-    for (std::size_t i = static_cast<std::size_t>(PathSlot::count); i-- > 0;) slots_[i].reset();
-    free_comm(&node_comm);
-    if (admission_ == Admission::admitted) g_admitted.fetch_sub(1, std::memory_order_relaxed);
 }
 
 CommContext::~CommContext() { release_mpi_resources(); }

@@ -2,7 +2,7 @@
 // Fortran) only convert their arguments and call allreduce().
 #pragma once
 
-#include "shim/core/call.h"
+#include "shim/paths/call.h"
 
 namespace arshim::engine {
 

@@ -96,7 +96,7 @@ Handshake as_root(int world_size, int timeout_s) {
                           "the same libarshim on all ranks (arshim run does)";
     // Every rank that said hello waits for the verdict. Synchronous like the hello, so each pair exchanges the same
     // messages both ways (a hello and the verdict's acknowledgement one way, the verdict and the hello's the other:
-    // shim/core/mpi_util.h says why the parity matters); a member that gave up meanwhile has cancelled its receive,
+    // shim/base/mpi_util.h says why the parity matters); a member that gave up meanwhile has cancelled its receive,
     // so the wait is bounded and what did not complete is cancelled.
     static uint64_t verdict;
     verdict = result.all_loaded ? 1 : 0;

@@ -18,21 +18,21 @@
 #include "policy/policy.h"
 #include "policy/text.h"
 #include "shim/core/context.h"
-#include "shim/core/guard.h"
+#include "shim/base/guard.h"
 #include "shim/core/handshake.h"
-#include "shim/core/library_bugs.h"
-#include "shim/core/log.h"
-#include "shim/core/mpi_types.h"
+#include "shim/base/library_bugs.h"
+#include "shim/base/log.h"
+#include "shim/base/mpi_types.h"
 #include "shim/core/world_nodes.h"
 #include "shim/paths/node_shm.h"
 #include "shim/paths/window_pool.h"
-#include "shim/core/mpi_util.h"
+#include "shim/base/mpi_util.h"
 #include "shim/sharp/lib.h"
 #include "shim/core/simd_ops.h"
 #include "shim/stats/callsites.h"
 #include "shim/stats/counters.h"
 #include "shim/stats/report.h"
-#include "shim/tune/online.h"
+#include "shim/modes/online.h"
 
 extern char** environ;
 
@@ -117,10 +117,22 @@ void load_sharp(const Runtime& rt, bool collective) {
 // for a Fortran MPI_FINALIZE that calls PMPI_Finalize directly (Open MPI).
 int finalize_callback(MPI_Comm, int, void*, void*) {
     ReentryGuard guard;
-    stats::finalize_report();
     const Runtime& rt = runtime();
+    stats::RunFacts facts{rt.config};
+    facts.world_rank = rt.world_rank;
+    facts.world_size = rt.world_size;
+    facts.world_node = rt.world_node;
+    facts.config_agreed = rt.config_agreed;
+    facts.init_time = rt.init_time;
+    facts.flavor = mpi_flavor();
+    facts.mpi_version = rt.mpi_version;
+    facts.policy_source = rt.policy ? rt.policy->source() : std::string("none");
+    facts.verify_calls = rt.settings.verify_calls;
+    facts.check_args = rt.settings.check_args;
+    facts.tuning = tune::learned();
+    stats::finalize_report(facts);
     if (rt.world_rank == 0 || !rt.config_agreed) {
-        const tune::CacheWrite cache = tune::write_cache(rt);
+        const tune::CacheWrite cache = tune::write_cache(rt.config, rt.mpi_version, rt.tune_cache_refused);
         for (const std::string& note : cache.notes) log::info("{}", note);
         if (!cache.problem.empty()) log::warn("{}", cache.problem);
     }
@@ -167,7 +179,7 @@ void start_statistics(const Runtime& rt) {
         log::info("mpi4py call sites name mpi4py's module, not Python lines: {}", no_python);
     stats::g_sample_period.store(static_cast<uint32_t>(rt.config.number(OptionId::stats_sample)),
                                  std::memory_order_relaxed);
-    stats::set_timed(file || stats::summary_wanted(rt));
+    stats::set_timed(file || stats::summary_wanted(rt.config));
     stats::set_callsites(sites);
 }
 
@@ -191,6 +203,7 @@ void initialize(bool collective) {
         if (!handshake.all_loaded) {
             if (!handshake.problem.empty()) log::warn("{}", handshake.problem);
             rt->config = local;
+            rt->settings = Settings::from(rt->config);
             rt->disabled = true;
             rt->config_agreed = false;
             g_runtime.store(rt, std::memory_order_release);
@@ -204,6 +217,7 @@ void initialize(bool collective) {
     }
     std::vector<std::string> problems;
     rt->config = Config::from_pairs(pairs, &problems);
+    rt->settings = Settings::from(rt->config);
     log::configure(level_from(rt->config), rt->world_rank);
     rt->disabled = rt->config.flag(OptionId::disable);
 
@@ -226,17 +240,8 @@ void initialize(bool collective) {
         }
         CommContext::create_keyval();
         start_statistics(*rt);
-        rt->verify_calls = static_cast<uint32_t>(rt->config.number(OptionId::verify));
-        // Verify mode includes the argument check: it is what a user turns on while debugging, exactly when ranks
-        // may pass different counts, and those would take different routes and hang (docs/verify.md).
-        rt->check_args = rt->config.flag(OptionId::check_args) || rt->verify_calls > 0;
         g_phase_times_on = rt->config.flag(OptionId::phase_times);
-        if (rt->check_args) stats::set_no_replay();
-        rt->reproducible = static_cast<ReproducibleMode>(rt->config.number(OptionId::reproducible));  // choice order
-        rt->reproducible_any_np = rt->reproducible == ReproducibleMode::any_np;
-        rt->internode = static_cast<InternodeMode>(rt->config.number(OptionId::internode));  // choice order
-        rt->tune = static_cast<tune::Mode>(rt->config.number(OptionId::tune));  // choice order
-        if (rt->config.text(OptionId::path) != "auto") rt->tune = tune::Mode::off;  // a forced path: the user's experiment
+        if (rt->settings.check_args) stats::set_no_replay();
 
         // Policy: rank 0 reads the file and broadcasts its text; every rank parses the identical text.
         const std::string& policy_path = rt->config.text(OptionId::policy);
@@ -260,7 +265,7 @@ void initialize(bool collective) {
         if (!collective || rt->world_rank == 0) {
             std::string note;
             bool warn = false;
-            cache_text = tune::read_cache(*rt, &note, &warn);
+            cache_text = tune::read_cache(rt->config, rt->mpi_version, &note, &warn);
             rt->tune_cache_refused = warn;
             if (warn) problems.push_back(note);
             else if (!note.empty()) log::info("{}", note);
@@ -331,18 +336,6 @@ void report_config_problem(const Runtime& rt, const std::string& message) {
         else
             log::warn("{}", message);
     }
-}
-
-void wait_for_forwarding(MPI_Comm comm) {
-    PMPI_Barrier(comm);
-    // Hydra drops output it has not forwarded when a rank aborts (see abort_if_any_problem).
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-}
-
-void abort_after_logging(MPI_Comm comm) {
-    wait_for_forwarding(comm);
-    PMPI_Abort(comm, 1);
-    std::abort();
 }
 
 void abort_if_any_problem(bool have_problem, bool collective) {

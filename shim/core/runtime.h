@@ -10,19 +10,13 @@
 
 #include "policy/config.h"
 #include "policy/policy.h"
+#include "policy/settings.h"
 
 namespace arshim {
 
-namespace policy::tune {
-enum class Mode : uint8_t;  // policy/tune_candidates.h
-}
-
-// ARSHIM_REPRODUCIBLE (docs/reproducible.md).
-enum class ReproducibleMode : uint8_t { off, layout, any_np };
-enum class InternodeMode : uint8_t { automatic, library, ring };  // ARSHIM_INTERNODE, in choice order
-
 struct Runtime {
     Config config;
+    Settings settings;  // made from `config`: what every component reads (a communicator's own when it disagreed)
     std::shared_ptr<const policy::Policy> policy;
     int world_rank = -1;
     int world_size = 0;
@@ -36,12 +30,6 @@ struct Runtime {
     bool have_policy_file = false;
     bool avoid_library_bugs = false;  // ARSHIM_LIBRARY_BUGS=avoid and this library has entries (policy/library_bugs.h)
     std::string library_bugs;         // the ids of the entries routed around, ", "-separated
-    uint32_t verify_calls = 0;        // ARSHIM_VERIFY: calls checked per (communicator, bucket, datatype, op)
-    bool check_args = false;          // ARSHIM_CHECK_ARGS
-    ReproducibleMode reproducible = ReproducibleMode::off;
-    InternodeMode internode = InternodeMode::automatic;  // ARSHIM_INTERNODE (shim/paths/multileader.cpp)
-    bool reproducible_any_np = false;  // reproducible == any_np
-    policy::tune::Mode tune{};                  // ARSHIM_TUNE (shim/tune/online.h); {} = off
     bool tune_cache_refused = false;    // ARSHIM_TUNE_CACHE names a file that is not a cache of ours: left alone
     // World rank -> node id (the lowest world rank of its node), learned at MPI_Init (shim/core/layout.h); empty
     // when MPI_Init was not intercepted (then each communicator learns its layout collectively).
@@ -67,11 +55,5 @@ void after_mpi_init();
 void report_config_problem(const Runtime& rt, const std::string& message);
 // ARSHIM_STRICT=1: once every problem is logged, abort the job if any rank had one (collective when MPI is up).
 void abort_if_any_problem(bool have_problem, bool collective);
-// ARSHIM_STRICT=1, after every rank of `comm` learned of a problem (verify mismatch, argument mismatch): give the
-// launcher time to forward the lines, then abort the job.
-[[noreturn]] void abort_after_logging(MPI_Comm comm);
-// Collective over `comm`: every rank has logged what it had to say; waits until the launcher can have forwarded it
-// (before something ends the job: an abort, a fatal error handler).
-void wait_for_forwarding(MPI_Comm comm);
 
 }  // namespace arshim

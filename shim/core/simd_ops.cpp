@@ -10,7 +10,7 @@
 
 #include <cstdio>
 
-#include "shim/core/mpi_types.h"
+#include "shim/base/mpi_types.h"
 
 namespace arshim {
 

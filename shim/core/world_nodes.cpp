@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "policy/config.h"
-#include "shim/core/mpi_util.h"
+#include "shim/base/mpi_util.h"
 
 namespace arshim {
 
@@ -15,12 +15,12 @@ std::vector<int> probe_world_nodes(const Config& config, int world_rank, int wor
         return nodes;
     }
     MPI_Comm node = MPI_COMM_NULL;
-    comm_split_type_twice(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank, &node);  // twice: shim/core/mpi_util.h
+    comm_split_type_twice(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank, &node);  // twice: shim/base/mpi_util.h
     std::vector<int> lowest;
     int mine = world_rank;
     if (world_ranks_of(node, &lowest) && !lowest.empty()) mine = lowest.front();  // ordered by world rank (key)
     PMPI_Comm_free(&node);
-    // Balanced (every pair sends as much as it receives): leaves the message parity of shim/core/mpi_util.h alone.
+    // Balanced (every pair sends as much as it receives): leaves the message parity of shim/base/mpi_util.h alone.
     PMPI_Allgather(&mine, 1, MPI_INT, nodes.data(), 1, MPI_INT, MPI_COMM_WORLD);
     return nodes;
 }

@@ -5,7 +5,7 @@
 #include "arshim_config.h"
 #include "policy/config.h"
 #include "shim/entry/export.h"
-#include "shim/sharp/counters.h"
+#include "shim/stats/sharp_counts.h"
 #include "shim/stats/counters.h"
 
 ARSHIM_EXPORT const char* arshim_version(void) { return ARSHIM_VERSION; }
@@ -56,7 +56,7 @@ ARSHIM_EXPORT int arshim_stats_set_sample(int n) {
 }
 
 // SHARP path counters of this process: "llt", "sat", "host" (calls, by how they completed), the host_* reasons,
-// "unavailable", and the group / registration events of shim/sharp/counters.h. -1 for an unknown kind.
+// "unavailable", and the group / registration events of shim/stats/sharp_counts.h. -1 for an unknown kind.
 ARSHIM_EXPORT long long arshim_sharp_calls(const char* kind) {
     if (kind == nullptr) return -1;
     for (std::size_t c = 0; c < static_cast<std::size_t>(arshim::sharp::Counter::count); ++c)

@@ -7,8 +7,7 @@
 #include <vector>
 
 #include "policy/cost_model.h"
-#include "shim/core/mpi_util.h"
-#include "shim/core/runtime.h"
+#include "shim/base/mpi_util.h"
 #include "shim/paths/node_shm.h"
 #include "shim/paths/paths.h"
 
@@ -92,14 +91,14 @@ struct OneRankRing : PathState {
 };
 
 PathOutcome run_one_rank_ring(const Call& call) {
-    CommContext& ctx = call.ctx;
+    PathContext& ctx = call.ctx;
     OneRankRing& ring = ctx.ensure_slot<OneRankRing>(PathSlot::multileader);
     if (ring.failed) return PathOutcome::decline(vocab::Reason::path_unavailable);
     if (ring.comm == MPI_COMM_NULL) {  // collective: every rank takes this path in the same call (identical values)
         if (!ctx.admit()) return PathOutcome::decline(vocab::Reason::comm_limit);  // ARSHIM_MAX_COMMS
         // A split, not MPI_Comm_dup: a duplicate would run the copy callbacks of the user's attributes on the
         // user's communicator (and their delete callbacks when ARShim frees it); a split copies none.
-        const int rc = comm_split_twice(ctx.comm, 0, ctx.rank, &ring.comm);  // twice: shim/core/mpi_util.h
+        const int rc = comm_split_twice(ctx.comm, 0, ctx.rank, &ring.comm);  // twice: shim/base/mpi_util.h
         // Agreed: when a rank could not make it (no communicator id left), every rank declines alike.
         if (!made_on_all_ranks(rc, &ring.comm, ctx.comm)) {
             ring.failed = true;
@@ -127,8 +126,8 @@ PathOutcome run_one_rank_ring(const Call& call) {
 
 }  // namespace
 
-bool internode_takes_ring(int nodes, uint64_t partition_bytes) {
-    switch (runtime().internode) {
+bool internode_takes_ring(InternodeMode mode, int nodes, uint64_t partition_bytes) {
+    switch (mode) {
     case InternodeMode::ring: return true;
     case InternodeMode::library: return false;
     case InternodeMode::automatic: break;
@@ -136,11 +135,11 @@ bool internode_takes_ring(int nodes, uint64_t partition_bytes) {
     return policy::model::internode_ring_auto(static_cast<uint32_t>(nodes), partition_bytes);
 }
 
-PathOutcome run_multileader(const Call& call) {
-    CommContext& ctx = call.ctx;
+PathOutcome serve_multileader(const Call& call) {
+    PathContext& ctx = call.ctx;
     // Decided on values identical on every rank (layout, size, settings), so every rank takes the same branch.
     if (ctx.ppn_max == 1 && ctx.node_count > 1 && call.nary != nullptr &&
-        internode_takes_ring(ctx.node_count, call.bytes))
+        internode_takes_ring(ctx.settings->internode, ctx.node_count, call.bytes))
         return run_one_rank_ring(call);
     vocab::Reason reason = vocab::Reason::path_unavailable;
     ShmState* state = node_shm(ctx, call.bytes, &reason);
@@ -154,7 +153,7 @@ PathOutcome run_multileader(const Call& call) {
     if (ctx.node_count > 1 && !node_leader_comm(ctx, leaders, &leader_comm))
         return PathOutcome::decline(vocab::Reason::path_unavailable);
     const int rc = run_node_protocol(call, *state, call.nary, leaders, [&](void* data, std::size_t count, void* scratch) {
-        const bool ring = internode_takes_ring(call.ctx.node_count, count * call.type.size);
+        const bool ring = internode_takes_ring(call.ctx.settings->internode, call.ctx.node_count, count * call.type.size);
         if (g_phase_times_on) ++g_phase_times.internode_steps, g_phase_times.ring_steps += ring ? 1 : 0;
         if (ring) return ring_allreduce(static_cast<char*>(data), count, call, leader_comm, static_cast<char*>(scratch));
         return internode_allreduce(data, count, call, leader_comm);

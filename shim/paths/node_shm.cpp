@@ -13,8 +13,8 @@
 #include <new>
 #include <string>
 
-#include "shim/core/log.h"
-#include "shim/core/mpi_util.h"
+#include "shim/base/log.h"
+#include "shim/base/mpi_util.h"
 #include "shim/paths/paths.h"
 #include "shim/paths/window_pool.h"
 
@@ -50,7 +50,7 @@ char* allocate_shared(MPI_Comm comm, bool owner, std::size_t bytes, MPI_Win* win
     // Made twice under Open MPI, the first freed at once (its pages never touched): Open MPI 4.1.4's shared window
     // creation is not balanced per pair (counted with its pml monitoring at np 4: ranks 0 and 1 exchange 9 messages
     // one way and 8 the other), and the parity of the messages between two ranks sets the speed of their later small
-    // calls (shim/core/mpi_util.h). Once per window: once per communicator, and per growth. MPICH shows no such
+    // calls (shim/base/mpi_util.h). Once per window: once per communicator, and per growth. MPICH shows no such
     // effect, and its window costs 0.1-0.3 ms: made once there.
     MPI_Win scratch = MPI_WIN_NULL;
     if (PMPI_Win_allocate_shared(size, 1, MPI_INFO_NULL, comm, &mine, &scratch) == MPI_SUCCESS) {
@@ -111,21 +111,21 @@ namespace {
 // The chunk size decides how many inter-node steps each leader makes, so it must be the same on every node: it is
 // derived from values identical on all ranks (largest ppn, node count, settings). Set when a window is made, and
 // again when a communicator takes over a kept window (shim/paths/window_pool.h).
-void set_chunk_limits(const CommContext& ctx, ShmState& state) {
+void set_chunk_limits(const PathContext& ctx, ShmState& state) {
     const ShmDomain& domain = state.domain;
     state.preferred_chunk = domain.count <= 1 ? kSingleNodeChunk
-                            : domain.leaders_may_ring && internode_takes_ring(domain.count, UINT64_MAX) ? kRingChunk
+                            : domain.leaders_may_ring && internode_takes_ring(ctx.settings->internode, domain.count, UINT64_MAX) ? kRingChunk
                                                                                                          : kMultiNodeChunk;
     const std::size_t largest_sets = static_cast<std::size_t>(kShmBuffers) * (domain.size_max + 1);
     const std::size_t largest_control = 3 * static_cast<std::size_t>(domain.size_max) * kCacheLine;
-    const std::size_t shm_max = static_cast<std::size_t>(ctx.config->number(OptionId::shm_max));
+    const std::size_t shm_max = static_cast<std::size_t>(ctx.settings->shm_max);
     state.max_chunk = shm_max > largest_control ? (shm_max - largest_control) / largest_sets : 0;
     state.max_chunk &= ~(kCacheLine - 1);
 }
 
 }  // namespace
 
-ShmState* create_shm_state(CommContext& ctx, const ShmDomain& domain, std::size_t wanted_chunk) {
+ShmState* create_shm_state(PathContext& ctx, const ShmDomain& domain, std::size_t wanted_chunk) {
     auto* state = new ShmState;
     state->ppn = domain.size;
     state->domain = domain;
@@ -138,9 +138,9 @@ ShmState* create_shm_state(CommContext& ctx, const ShmDomain& domain, std::size_
     if (domain.comm == MPI_COMM_NULL) {  // the caller could not make the domain's communicator (agreed below)
         ok = 0;
         why = "no communicator for it: the MPI library has no communicator ids left";
-    } else if (ctx.config->number(OptionId::virtual_ppn) > 0) {
+    } else if (ctx.settings->virtual_ppn > 0) {
         MPI_Comm shared = MPI_COMM_NULL;
-        comm_split_type_twice(domain.comm, MPI_COMM_TYPE_SHARED, 0, &shared);  // twice: shim/core/mpi_util.h
+        comm_split_type_twice(domain.comm, MPI_COMM_TYPE_SHARED, 0, &shared);  // twice: shim/base/mpi_util.h
         int shared_size = 0;
         if (shared != MPI_COMM_NULL) {  // else it could not be made (no communicator id left): no window (agreed)
             PMPI_Comm_size(shared, &shared_size);
@@ -185,7 +185,7 @@ ShmState* create_shm_state(CommContext& ctx, const ShmDomain& domain, std::size_
         } else if (log::first_time(std::string(domain.name) + "-shm")) {
             log::warn("{} shared-memory window unavailable (ARSHIM_SHM_MAX={}, a {}'s ranks must share "
                       "memory): multileader and sharp calls run native",
-                      domain.name, ctx.config->text(OptionId::shm_max), domain.name);
+                      domain.name, ctx.settings->config->text(OptionId::shm_max), domain.name);
         }
         return state;
     }
@@ -228,7 +228,7 @@ namespace {
 // same call (the decision to grow depends on identical values only), and create_shm_state()'s agreement means every
 // rank has left the previous call, so nobody still reads the old window when it is freed. When the larger window
 // cannot be had, the old one stays (agreed) and is not grown again.
-void grow_node_shm(CommContext& ctx, NodeShm& node, std::size_t chunk) {
+void grow_node_shm(PathContext& ctx, NodeShm& node, std::size_t chunk) {
     ShmState* old = node.state;
     ShmState* grown = create_shm_state(ctx, old->domain, chunk);
     if (!grown->usable) {
@@ -356,7 +356,7 @@ namespace {
 
 // The world ranks of my node's members of the communicator, in node-rank order; empty when a member is not a process
 // of MPI_COMM_WORLD (its window is then never kept).
-std::vector<int> node_members(const CommContext& ctx) {
+std::vector<int> node_members(const PathContext& ctx) {
     std::vector<int> comm_ranks;
     for (int r = 0; r < ctx.size; ++r)
         if (ctx.node_of_rank[static_cast<std::size_t>(r)] == ctx.node_index) comm_ranks.push_back(r);
@@ -372,15 +372,15 @@ std::vector<int> node_members(const CommContext& ctx) {
 }
 
 // A new communicator's first window, in one allreduce over the communicator: whether it may hold one at all
-// (CommContext::admit, ARSHIM_MAX_COMMS), and whether it takes over the window kept from a freed communicator of the
+// (PathContext::admit, ARSHIM_MAX_COMMS), and whether it takes over the window kept from a freed communicator of the
 // same node members (shim/paths/window_pool.h): when every rank of this communicator has one, all made together (the
 // same token) and with the same chunk capacity on every node. ARSHIM_SHM_REUSE=off (agreed: the context's
 // settings) proposes none. Sequence numbers continue: the window's previous communicator made its last call on it
 // before it was freed, on every rank of the node, as if this one's calls followed on it.
 enum class FirstWindow { refused, taken, build };
 
-FirstWindow first_window(CommContext& ctx, NodeShm& node, ShmDomain& domain) {
-    const bool reuse = ctx.config->text(OptionId::shm_reuse) != "off";
+FirstWindow first_window(PathContext& ctx, NodeShm& node, ShmDomain& domain) {
+    const bool reuse = ctx.settings->shm_reuse;
     if (reuse) node.members = node_members(ctx);
     const ShmState* kept = node.members.empty() ? nullptr : window_pool::reserve(node.members);
     const long long proposal[2] = {kept ? static_cast<long long>(kept->token) : 0,
@@ -407,7 +407,7 @@ FirstWindow first_window(CommContext& ctx, NodeShm& node, ShmDomain& domain) {
 
 }  // namespace
 
-ShmState* node_shm(CommContext& ctx, uint64_t bytes, vocab::Reason* reason) {
+ShmState* node_shm(PathContext& ctx, uint64_t bytes, vocab::Reason* reason) {
     // Decline on values identical on all ranks only. ppn = 1 everywhere: nothing to share.
     if (ctx.ppn_max == 1) return *reason = vocab::Reason::one_rank_per_node, nullptr;
     if (ctx.ppn_max > kMaxPpn) return *reason = vocab::Reason::path_unavailable, nullptr;
@@ -441,12 +441,12 @@ ShmState* node_shm(CommContext& ctx, uint64_t bytes, vocab::Reason* reason) {
     return node.state;
 }
 
-bool node_leader_comm(CommContext& ctx, int leaders, MPI_Comm* out) {
+bool node_leader_comm(PathContext& ctx, int leaders, MPI_Comm* out) {
     NodeShm& node = *ctx.slot<NodeShm>(PathSlot::node_shm);
     MPI_Comm& comm = node.leader_comm[leaders];
     if (comm == MPI_COMM_NULL && !node.leader_failed[leaders]) {
         const int color = ctx.node_rank < leaders ? ctx.node_rank : MPI_UNDEFINED;
-        const int rc = comm_split_twice(ctx.comm, color, ctx.node_index, &comm);  // twice: shim/core/mpi_util.h
+        const int rc = comm_split_twice(ctx.comm, color, ctx.node_index, &comm);  // twice: shim/base/mpi_util.h
         // Agreed: every rank declines alike if any could not make it (MPICH: no communicator id left).
         if (!made_on_all_ranks(rc, &comm, ctx.comm)) {
             node.leader_failed[leaders] = true;

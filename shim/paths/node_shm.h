@@ -54,8 +54,8 @@
 #include <vector>
 
 #include "policy/cost_model.h"
-#include "shim/core/call.h"
-#include "shim/core/context.h"
+#include "shim/paths/call.h"
+#include "shim/paths/path_context.h"
 #include "shim/paths/shm_layout.h"
 
 namespace arshim {
@@ -169,7 +169,7 @@ struct NodeShm : PathState {
 // The context's node state, built on first use and grown to the chunk a call of `bytes` needs (collective over the
 // communicator; every rank learns the same outcome). `bytes` = UINT64_MAX asks for the largest window at once.
 // Returns nullptr when the path must decline, with *reason set; the decision is identical on all ranks.
-ShmState* node_shm(CommContext& ctx, uint64_t bytes, vocab::Reason* reason);
+ShmState* node_shm(PathContext& ctx, uint64_t bytes, vocab::Reason* reason);
 
 // The chunk a call of `bytes` uses in `state`'s window.
 inline std::size_t call_chunk_bytes(const ShmState& state, uint64_t bytes) {
@@ -179,7 +179,7 @@ inline std::size_t call_chunk_bytes(const ShmState& state, uint64_t bytes) {
 // Builds the window and protocol state of one domain with room for chunks of `chunk` bytes (at most the preferred
 // chunk and what ARSHIM_SHM_MAX allows; collective over ctx.comm; every rank learns the same outcome: `usable` is
 // identical on all ranks). node_shm() is create_shm_state() for the node domain, kept in its context slot.
-ShmState* create_shm_state(CommContext& ctx, const ShmDomain& domain, std::size_t chunk);
+ShmState* create_shm_state(PathContext& ctx, const ShmDomain& domain, std::size_t chunk);
 // A shared-memory window of `bytes` owned by the rank with `owner` (collective over `comm`, whose ranks share
 // memory), its start aligned to a cache line in every process; nullptr when the library refuses (then *window may
 // still need freeing, and `why`, when given, holds the library's error text). The window reports errors, never aborts.
@@ -190,7 +190,7 @@ void free_shm_state(ShmState* state);
 // The communicator of leader j = this rank's node rank across nodes, for `leaders` leaders per node, in *out
 // (collective over the user's communicator the first time; node_shm() must have built the slot); MPI_COMM_NULL for
 // ranks that are not leaders. False, on every rank alike, when it could not be made: the caller declines.
-bool node_leader_comm(CommContext& ctx, int leaders, MPI_Comm* out);
+bool node_leader_comm(PathContext& ctx, int leaders, MPI_Comm* out);
 
 // ARSHIM_PHASE_TIMES=1 (debug): seconds this process spent in each phase of the protocol below, summed over every
 // call and chunk, printed at finalize (report_phase_times). Off, a call pays one predictable branch per chunk.

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <new>
 
-#include "shim/core/context.h"
+#include "shim/paths/path_context.h"
 #include "shim/paths/paths.h"
 
 namespace arshim {
@@ -40,7 +40,7 @@ struct PipelinedState : PathState {
 // The communicator's staging area, at least `bytes` long; nullptr when it cannot have it (then nothing is
 // staged). Allocated on the first in-place call that needs it, with room for its whole size bucket
 // (vocab::bucket_room), and again only when a call of a larger bucket needs more.
-char* staging_area(CommContext& ctx, std::size_t bytes) {
+char* staging_area(PathContext& ctx, std::size_t bytes) {
     if (bytes > kMaxStagingBytes) return nullptr;
     PipelinedState& state = ctx.ensure_slot<PipelinedState>(PathSlot::pipelined);
     if (state.staging_bytes < bytes) {
@@ -68,7 +68,7 @@ uint64_t segment_elements(const Call& call) {
 
 }  // namespace
 
-PathOutcome run_pipelined(const Call& call) {
+PathOutcome serve_pipelined(const Call& call) {
     const CallArgs& args = call.args;
     const uint64_t count = static_cast<uint64_t>(args.count);
     const uint64_t per_segment = segment_elements(call);

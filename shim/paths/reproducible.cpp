@@ -27,7 +27,6 @@
 #include <vector>
 
 #include "kernels/binned.h"
-#include "shim/core/runtime.h"
 #include "shim/paths/node_shm.h"
 #include "shim/paths/paths.h"
 
@@ -63,7 +62,7 @@ struct Fold {
     kernels::NaryFn fold;
 };
 
-int gather_fold(CommContext& ctx, ReproState& rs, const Fold& f) {
+int gather_fold(PathContext& ctx, ReproState& rs, const Fold& f) {
     const auto p = static_cast<std::size_t>(ctx.size);
     const std::size_t per_step = std::max<std::size_t>(1, std::min<std::size_t>(kScratchBytes / (p * f.size),
                                                                                  INT_MAX / f.size));
@@ -80,7 +79,7 @@ int gather_fold(CommContext& ctx, ReproState& rs, const Fold& f) {
     return rc;
 }
 
-int exchange_fold(CommContext& ctx, ReproState& rs, const Fold& f) {
+int exchange_fold(PathContext& ctx, ReproState& rs, const Fold& f) {
     const auto p = static_cast<std::size_t>(ctx.size);
     const auto me = static_cast<std::size_t>(ctx.rank);
     const std::size_t per_step = std::max<std::size_t>(p, std::min<std::size_t>(kScratchBytes / f.size,
@@ -135,7 +134,7 @@ void wait_progressing(const std::atomic<uint64_t>& counter, uint64_t target, MPI
 // them); leader j folds partition j of each chunk, with the fold of the nodes before as its first source. Chunk s is
 // finished (its final fold received, published, copied out) after chunk s+1 is started, so two chunks are in flight;
 // a buffer is reused only after every request on it completed and every rank copied it out.
-int chain_fold(CommContext& ctx, ShmState& st, ReproState& rs, int leaders, MPI_Comm leader_comm, const Fold& f) {
+int chain_fold(PathContext& ctx, ShmState& st, ReproState& rs, int leaders, MPI_Comm leader_comm, const Fold& f) {
     const int me = ctx.node_rank, node = ctx.node_index, nodes = ctx.node_count;
     const bool leader = me < leaders;
     const std::size_t es = f.size;
@@ -229,7 +228,7 @@ int chain_fold(CommContext& ctx, ShmState& st, ReproState& rs, int leaders, MPI_
 // over contiguous nodes. False when the node layout does not allow it (then *rc is untouched); decided from values
 // identical on every rank.
 bool node_fold(const Call& call, ReproState& rs, const Fold& f, int* rc) {
-    CommContext& ctx = call.ctx;
+    PathContext& ctx = call.ctx;
     if (!ctx.warm() || ctx.ppn_max < 2 || (ctx.node_count > 1 && !ctx.nodes_contiguous)) return false;
     vocab::Reason reason{};
     ShmState* state = node_shm(ctx, f.count * f.size, &reason);
@@ -294,10 +293,10 @@ int exact_sum(const Call& call, ReproState& rs) {
 
 }  // namespace
 
-PathOutcome run_reproducible(const Call& call) {
+PathOutcome serve_reproducible(const Call& call) {
     if (call.nary == nullptr) return PathOutcome::decline(vocab::Reason::unsupported_op_type);
     // The exact sums count as ints: the grid's allreduce and the accumulators stay within int counts.
-    const bool exact = runtime().reproducible_any_np && call.kop == kernels::Op::sum &&
+    const bool exact = call.ctx.settings->reproducible == ReproducibleMode::any_np && call.kop == kernels::Op::sum &&
                        (call.type.type == kernels::Type::f64 || call.type.type == kernels::Type::f32) &&
                        static_cast<uint64_t>(call.args.count) <= INT_MAX;
     ReproState& rs = call.ctx.ensure_slot<ReproState>(PathSlot::reproducible);

@@ -6,7 +6,6 @@
 #include <mutex>
 
 #include "policy/config.h"
-#include "shim/core/runtime.h"
 #include "shim/paths/node_shm.h"
 
 namespace arshim::window_pool {
@@ -26,8 +25,6 @@ std::atomic<uint64_t> g_last_token{0};
 
 }  // namespace
 
-bool enabled() { return runtime().config.text(OptionId::shm_reuse) != "off"; }
-
 uint64_t next_token() { return g_last_token.load(std::memory_order_relaxed) + 1; }
 
 void saw_token(uint64_t token) {
@@ -46,7 +43,7 @@ bool offer(const std::vector<int>& members, ShmState* state, MPI_Comm comm) {
     int mine = 0;
     {
         std::lock_guard<std::mutex> lock(g_mutex);
-        if (!g_closed && enabled() && g_kept.size() < kMaxKept && g_kept.count(members) == 0) {
+        if (!g_closed && g_kept.size() < kMaxKept && g_kept.count(members) == 0) {
             g_kept[members] = Kept{};
             mine = 1;
         }

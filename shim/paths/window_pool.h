@@ -24,9 +24,6 @@ struct ShmState;
 
 namespace window_pool {
 
-// Whether this process keeps windows (ARSHIM_SHM_REUSE, not off); agreed per window when it is offered.
-bool enabled();
-
 // Tokens identify a window across the ranks of the communicator that made it: the largest over its ranks of each
 // rank's last token + 1 (agreed in the window's creation allreduce), so two windows that share a rank never share a
 // token, and pooled windows can be freed in token order at finalize without a cycle.
@@ -44,6 +41,7 @@ struct Entry {
 // node's ranks) and every rank of the node has no window of these members kept, fewer than kMaxKept windows kept
 // and is not finalizing (agreed:
 // collective over `comm`, one allreduce, when the first tests pass).
+// A window made with ARSHIM_SHM_REUSE=off has no members (NodeShm::members) and is never offered.
 bool offer(const std::vector<int>& members, ShmState* state, MPI_Comm comm);
 
 // A new communicator's first served call: the kept window of these members, reserved for this call (its token and

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "policy/text.h"
-#include "shim/core/log.h"
-#include "shim/sharp/counters.h"
+#include "shim/base/log.h"
+#include "shim/stats/sharp_counts.h"
 
 namespace arshim::sharp {
 
@@ -68,8 +68,8 @@ uint64_t make_job_id(MPI_Comm leader_comm, uint64_t salt) {
 
 }  // namespace
 
-void create_group(CommContext& ctx, Group& g, const GroupSpec& spec) {
-    const Library& lib = library(*ctx.config);
+void create_group(PathContext& ctx, Group& g, const GroupSpec& spec) {
+    const Library& lib = library(*ctx.settings->config);
     g.members = spec.members;
     g.leader = spec.leader;
     g.leader_comm = spec.leader_comm;

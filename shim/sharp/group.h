@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "shim/core/context.h"
+#include "shim/paths/path_context.h"
 #include "shim/sharp/lib.h"
 #include "shim/sharp/regcache.h"
 
@@ -65,7 +65,7 @@ struct Group {
 };
 
 // Creates `group` (collective over ctx.comm; see above). Logs once why creation failed, naming the SHARP error.
-void create_group(CommContext& ctx, Group& group, const GroupSpec& spec);
+void create_group(PathContext& ctx, Group& group, const GroupSpec& spec);
 // Releases the group's SHARP resources (leaders; local: no collective). Idempotent.
 void destroy_group(Group& group);
 

@@ -5,7 +5,7 @@
 #include <mutex>
 
 #include "policy/text.h"
-#include "shim/core/log.h"
+#include "shim/base/log.h"
 
 namespace arshim::sharp {
 

@@ -32,14 +32,14 @@
 #include <cstring>
 #include <new>
 
-#include "shim/core/log.h"
-#include "shim/core/mpi_util.h"
+#include "shim/base/log.h"
+#include "shim/base/mpi_util.h"
 #include "shim/paths/node_shm.h"
 #include "shim/sharp/group.h"
 #include "shim/sharp/lib.h"
-#include "shim/sharp/counters.h"
+#include "shim/stats/sharp_counts.h"
 #include "shim/sharp/topology.h"
-#include "shim/sharp/path.h"
+#include "shim/paths/paths.h"
 
 namespace arshim {
 
@@ -144,11 +144,11 @@ bool create_verdict(Level& level, MPI_Comm domain, int domain_rank) {
     return level.verdict != nullptr;
 }
 
-void create_direct(CommContext& ctx, Level& level) {
+void create_direct(PathContext& ctx, Level& level) {
     level.direct = true;
     level.name = "rank";
     // A split, not MPI_Comm_dup, which would run the user's attribute copy callbacks (and, at the free, delete).
-    comm_split_twice(ctx.comm, 0, ctx.rank, &level.leader_comm);  // twice: shim/core/mpi_util.h
+    comm_split_twice(ctx.comm, 0, ctx.rank, &level.leader_comm);  // twice: shim/base/mpi_util.h
     level.owns_leader_comm = true;
     level.scratch = static_cast<char*>(std::aligned_alloc(4096, 2 * kDirectChunk));
     sharp::GroupSpec spec;
@@ -169,7 +169,7 @@ std::size_t shm_buffer_bytes(const ShmState& shm) {
 }
 
 // `comms_ok`: this rank's leader communicators were made (agreed with the rest in sharp::create_group).
-void create_domain_group(CommContext& ctx, Level& level, int members, int local_rank, bool comms_ok) {
+void create_domain_group(PathContext& ctx, Level& level, int members, int local_rank, bool comms_ok) {
     const bool verdict_ok = create_verdict(level, level.domain_comm, level.me);
     sharp::GroupSpec spec;
     spec.leader_comm = level.leader_comm;
@@ -183,7 +183,7 @@ void create_domain_group(CommContext& ctx, Level& level, int members, int local_
     level.usable = level.group.usable;
 }
 
-void create_node(CommContext& ctx, Level& level) {
+void create_node(PathContext& ctx, Level& level) {
     if (ctx.node_count < 2) return;  // one node: nothing for the switches to reduce (declines; same on all ranks)
     vocab::Reason reason = vocab::Reason::sharp_unavailable;
     // The largest window at once, then frozen: its memory is registered with SHARP, so it must never move.
@@ -206,12 +206,12 @@ void create_node(CommContext& ctx, Level& level) {
 
 // The socket of this rank within its node: emulated under ARSHIM_VIRTUAL_PPN (two sockets per emulated node, the
 // first half of its ranks on socket 0), else the processor package it runs on.
-int socket_index(const CommContext& ctx) {
-    if (ctx.config->number(OptionId::virtual_ppn) > 0) return ctx.node_rank * 2 / std::max(1, ctx.node_size);
+int socket_index(const PathContext& ctx) {
+    if (ctx.settings->virtual_ppn > 0) return ctx.node_rank * 2 / std::max(1, ctx.node_size);
     return std::max(0, sharp::socket_of_process());
 }
 
-void create_socket(CommContext& ctx, Level& level) {
+void create_socket(PathContext& ctx, Level& level) {
     level.name = "socket";
     const MPI_Comm node = ctx.node_communicator();
     if (node == MPI_COMM_NULL) {  // could not be made (agreed on every rank)
@@ -274,7 +274,7 @@ void create_socket(CommContext& ctx, Level& level) {
     create_domain_group(ctx, level, members, local_rank, comms_ok);
 }
 
-Level& level_for(CommContext& ctx, SharpState& state, policy::SharpLeaders leaders) {
+Level& level_for(PathContext& ctx, SharpState& state, policy::SharpLeaders leaders) {
     Level& node = state.levels[0];
     auto ensure_node = [&ctx, &node]() -> Level& {
         if (!node.created) {
@@ -320,7 +320,7 @@ Plan make_plan(const Call& call, Level& level) {
     case policy::SharpMode::llt: sat = false; break;
     case policy::SharpMode::sat: sat = true; break;
     case policy::SharpMode::automatic:
-        sat = call.bytes >= static_cast<uint64_t>(call.ctx.config->number(OptionId::sharp_sat_threshold));
+        sat = call.bytes >= call.ctx.settings->sharp_sat_threshold;
         break;
     }
     plan.aggregation = sat ? Aggregation::sat : Aggregation::llt;
@@ -403,7 +403,7 @@ stats::SharpRun account(const CallResult& result) {
     }
 }
 
-void disable(const CommContext& ctx, Level& level) {
+void disable(const PathContext& ctx, Level& level) {
     if (level.group.leader) sharp::destroy_group(level.group);  // every leader, at the same call
     level.group.usable = false;
     level.usable = false;
@@ -547,12 +547,12 @@ void release_level(Level& level) {
 
 }  // namespace sharp_path
 
-PathOutcome run_sharp(const Call& call) {
+PathOutcome serve_sharp(const Call& call) {
     using namespace sharp_path;
-    CommContext& ctx = call.ctx;
+    PathContext& ctx = call.ctx;
     // ARSHIM_SHARP=off is the same on every rank: decline without any collective. Everything else (is the library
     // there?) is agreed when the level is created.
-    if (sharp::library(*ctx.config).mode == sharp::Mode::off) {
+    if (sharp::library(*ctx.settings->config).mode == sharp::Mode::off) {
         sharp::count(Counter::unavailable);
         return PathOutcome::decline(vocab::Reason::sharp_unavailable);
     }

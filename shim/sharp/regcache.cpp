@@ -6,8 +6,8 @@
 #include <atomic>
 #include <mutex>
 
-#include "shim/core/log.h"
-#include "shim/sharp/counters.h"
+#include "shim/base/log.h"
+#include "shim/stats/sharp_counts.h"
 
 namespace arshim::sharp {
 

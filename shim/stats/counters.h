@@ -18,7 +18,7 @@
 #include <iterator>
 
 #include "policy/routing_words.h"
-#include "shim/core/fixed_table.h"
+#include "shim/base/fixed_table.h"
 
 #if defined(__x86_64__)
 #include <x86intrin.h>
@@ -37,7 +37,7 @@ using vocab::Reason;
 using vocab::reason_name;
 
 // How the SHARP path ran a call it served: SHARP's low-latency or streaming aggregation, or (some of) it on the host
-// path and why (shim/sharp/counters.h has the same reasons as counters). `none` for every other path.
+// path and why (shim/stats/sharp_counts.h has the same reasons as counters). `none` for every other path.
 enum class SharpRun : uint8_t { none, llt, sat, host_unsupported, host_no_sat, host_no_llt, host_sat_lock, host_error,
                                 count };
 inline constexpr const char* kSharpRunNames[] = {"",           "llt",         "sat",           "host_unsupported",
@@ -366,6 +366,5 @@ struct PathTotals {
 PathTotals path_totals();
 
 // Collective over MPI_COMM_WORLD at finalize: reduce, then rank 0 reports (summary on stderr, log file).
-void finalize_report();
 
 }  // namespace arshim::stats

@@ -17,9 +17,8 @@
 
 #include "arshim_config.h"
 #include "kernels/kernels.h"
-#include "shim/core/runtime.h"
 #include "shim/stats/report.h"
-#include "shim/tune/online.h"
+#include "policy/decision.h"
 
 namespace arshim::stats {
 
@@ -94,8 +93,40 @@ json command_line() {
     return args;
 }
 
+// A decision as data: its path, the op it hands MPI where the path hands one, its parameters by their policy keys;
+// and its text form, as describe_decision() and the policy file spell it.
+json decision_json(const policy::Decision& d) {
+    json params = json::object();
+    policy::for_each_key(d, [&](const policy::KeyView& k) {
+        if (!k.shown) return;
+        if (k.kind == policy::KeyKind::choice) params[k.name] = k.words->words[k.value];
+        else params[k.name] = k.value;
+    });
+    json out{{"path", policy::path_name(d.path())}, {"params", params}, {"text", policy::describe_decision(d)}};
+    if (policy::traits_of(d.path()).hands_ops_to_library) out["kernel"] = policy::kernel_choice_name(d.kernel);
+    return out;
+}
+
+// One decision of online tuning: its key, the choice and the policy's as text (for readers of the log) and as data
+// (for programs), and every candidate's agreed figures.
+json tuning_json(const TuningRecord& l) {
+    json candidates = json::array();
+    for (const TunedCandidate& c : l.candidates) {
+        json row{{"decision", decision_json(c.decision)}, {"stage", c.stage}, {"declined", c.declined}};
+        if (!c.declined) row["median_us"] = c.median_us, row["spread_us"] = c.spread_us;
+        candidates.push_back(row);
+    }
+    return json{{"communicator_size", l.comm_size}, {"nodes", l.nodes}, {"ppn", l.ppn},
+                {"bytes_min", vocab::bucket_floor(l.bucket)}, {"bytes_max", vocab::bucket_ceiling(l.bucket)},
+                {"datatype", vocab::dtype_class_name(l.dclass)}, {"op", vocab::op_name(l.op)},
+                {"policy", policy::describe_decision(l.policy_choice)}, {"chosen", policy::describe_decision(l.chosen)},
+                {"policy_decision", decision_json(l.policy_choice)}, {"chosen_decision", decision_json(l.chosen)},
+                {"chosen_us", l.chosen_us}, {"policy_us", l.policy_us}, {"native_us", l.native_us},
+                {"candidates", candidates}};
+}
+
 json run_metadata(const Report& r) {
-    const Runtime& rt = runtime();
+    const RunFacts& rt = *r.run;
     const std::time_t now = std::time(nullptr);
     char host[256] = {};
     gethostname(host, sizeof host - 1);
@@ -108,7 +139,7 @@ json run_metadata(const Report& r) {
     run["hostname"] = host;
     run["machine"] = uts.machine;
     run["command"] = command_line();
-    run["mpi"] = json{{"flavor", mpi_flavor()}, {"version", rt.mpi_version}};
+    run["mpi"] = json{{"flavor", rt.flavor}, {"version", rt.mpi_version}};
     run["np"] = r.np;
     if (r.job) {
         run["nodes"] = r.nodes;
@@ -116,7 +147,7 @@ json run_metadata(const Report& r) {
     }
     run["arshim_version"] = ARSHIM_VERSION;
     run["kernel_isa"] = kernels::isa_name(kernels::active().isa);
-    run["policy_source"] = rt.policy ? rt.policy->source() : std::string("none");
+    run["policy_source"] = rt.policy_source;
     run["settings_agreed"] = rt.config_agreed;
     json settings = json::object();
     for (const OptionSpec& spec : option_table()) {
@@ -244,22 +275,15 @@ std::string to_json(const Report& r) {
     doc["fallbacks"] = fallbacks;
     doc["sharp"] = sharp;
     doc["library_bugs"] = library_bugs;
-    verify["enabled"] = runtime().verify_calls > 0;
-    verify["calls_per_key"] = runtime().verify_calls;
+    verify["enabled"] = r.run->verify_calls > 0;
+    verify["calls_per_key"] = r.run->verify_calls;
     verify["worst_relative_difference"] = r.verify_relative.max;
     doc["verify"] = verify;
-    argument_check["enabled"] = runtime().check_args;
+    argument_check["enabled"] = r.run->check_args;
     doc["argument_check"] = argument_check;
-    tuning["mode"] = runtime().config.text(OptionId::tune);
+    tuning["mode"] = r.run->config.text(OptionId::tune);
     json learned = json::array();  // rank 0's communicators
-    for (const tune::Learned& l : tune::learned()) {
-        learned.push_back(json{{"communicator_size", l.comm_size}, {"nodes", l.nodes}, {"ppn", l.ppn},
-                               {"bytes_min", vocab::bucket_floor(l.bucket)}, {"bytes_max", vocab::bucket_ceiling(l.bucket)},
-                               {"datatype", vocab::dtype_class_name(l.dclass)}, {"op", vocab::op_name(l.op)},
-                               {"policy", l.policy_choice}, {"chosen", policy::describe_decision(l.chosen)},
-                               {"chosen_us", l.chosen_us}, {"policy_us", l.policy_us}, {"native_us", l.native_us},
-                               {"candidates", l.candidates}});
-    }
+    for (const TuningRecord& l : r.run->tuning) learned.push_back(tuning_json(l));
     tuning["decided"] = learned;
     doc["tuning"] = tuning;
 
@@ -409,7 +433,7 @@ void print_summary(const Report& r, const std::string& written) {
         std::fprintf(out,
                      "arshim[0] tuning (%s): %llu keys decided (summed over ranks), %llu of them for another choice "
                      "than the policy's; %llu exploration calls (%.3f s)\n",
-                     runtime().config.text(OptionId::tune).c_str(),
+                     r.run->config.text(OptionId::tune).c_str(),
                      static_cast<unsigned long long>(r.counts.tune_decisions),
                      static_cast<unsigned long long>(r.counts.tune_changed),
                      static_cast<unsigned long long>(r.counts.tune_exploration_calls),
@@ -438,7 +462,7 @@ void print_summary(const Report& r, const std::string& written) {
         std::fprintf(out, "arshim[0] %zu call sites; most time: %s\n", r.sites.size(), printable(top, 600).c_str());
     }
     if (!written.empty()) {
-        // The path comes from ARSHIM_STATS: escaped like every value a message carries (shim/core/log.h).
+        // The path comes from ARSHIM_STATS: escaped like every value a message carries (shim/base/log.h).
         const std::string path = printable(written, 400);
         std::fprintf(out, "arshim[0] statistics written to %s (arshim report %s)\n", path.c_str(), path.c_str());
     }

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "shim/core/log.h"
+#include "shim/base/log.h"
 
 namespace arshim::callsites::python {
 

@@ -23,12 +23,9 @@
 
 #include "policy/text.h"
 #include "shim/stats/callsites.h"
-#include "shim/core/log.h"
-#include "shim/core/mpi_util.h"
-#include "shim/core/arg_check.h"
-#include "shim/core/runtime.h"
-#include "shim/core/verify.h"
-#include "shim/tune/online.h"
+#include "shim/base/log.h"
+#include "shim/base/mpi_util.h"
+#include "shim/stats/mode_counts.h"
 #include "shim/stats/counters.h"
 #include "shim/stats/log_file.h"
 #include "shim/stats/report.h"
@@ -67,7 +64,7 @@ struct LocalData {
     double wall = 0;
 };
 
-LocalData gather_local(bool with_sites) {
+LocalData gather_local(bool with_sites, const RunFacts& run) {
     LocalData d;
     const double scale = seconds_per_tick();  // the thread tables hold clock ticks of the timed calls
     for_each_comm([&](uint64_t id, const CommShape& shape, uint64_t, uint64_t roots) {
@@ -118,7 +115,7 @@ LocalData gather_local(bool with_sites) {
         d.sites_dropped = d.sites_dropped.estimated(scale);
         d.sites_recorded = true;
     }
-    d.wall = PMPI_Wtime() - runtime().init_time;
+    d.wall = PMPI_Wtime() - run.init_time;
     return d;
 }
 
@@ -209,7 +206,7 @@ long long as_key(uint64_t value) {
 // ---------------------------------------------------------------------------------------------------------------
 // The job report: collective over MPI_COMM_WORLD; the result is meaningful on rank 0 only.
 
-void nodes_and_ppn(const Runtime& rt, Report* r) {
+void nodes_and_ppn(const RunFacts& rt, Report* r) {
     // From the world's node map learned at MPI_Init when there is one (identical on every rank, no communication):
     // a split here, at finalize, could find no communicator id left (MPICH) in a program that keeps many.
     if (!rt.world_node.empty()) {
@@ -247,7 +244,7 @@ void nodes_and_ppn(const Runtime& rt, Report* r) {
     r->ppn_min = -out[2];
 }
 
-Report job_report(const LocalData& d, const Runtime& rt, int name_bytes) {
+Report job_report(const LocalData& d, const RunFacts& rt, int name_bytes) {
     Report r;
     r.job = true;
     r.rank = rt.world_rank;
@@ -484,7 +481,8 @@ void warn_unwritable(const std::string& pattern, const std::string& path, const 
 }
 
 // What a report says about how it was collected, alike in the job and the per-rank files.
-void describe_run(const Runtime& rt, const std::string& job_id, Report* r) {
+void describe_run(const RunFacts& rt, const std::string& job_id, Report* r) {
+    r->run = &rt;
     r->job_id = job_id;
     r->callsites_enabled = rt.config.flag(OptionId::stats_callsites);
     r->depth = static_cast<int>(callsites::g_depth);
@@ -493,26 +491,25 @@ void describe_run(const Runtime& rt, const std::string& job_id, Report* r) {
 
 }  // namespace
 
-bool summary_wanted(const Runtime& rt) {
-    const int64_t summary = rt.config.number(OptionId::stats_summary);  // -1 = auto
+bool summary_wanted(const Config& config) {
+    const int64_t summary = config.number(OptionId::stats_summary);  // -1 = auto
     if (summary >= 0) return summary == 1;
-    return !rt.config.text(OptionId::stats).empty() || log::enabled(log::Level::info);
+    return !config.text(OptionId::stats).empty() || log::enabled(log::Level::info);
 }
 
 
-void finalize_report() {
-    const Runtime& rt = runtime();
+void finalize_report(const RunFacts& rt) {
     const std::string& pattern = rt.config.text(OptionId::stats);
     const bool file = !pattern.empty();
     const bool per_rank = file && rt.config.flag(OptionId::stats_per_rank);
-    const bool summary = summary_wanted(rt);
+    const bool summary = summary_wanted(rt.config);
     // Settings are rank 0's on every rank when MPI_Init was intercepted, so every rank takes the same branches
     // (the collective calls below match). Otherwise ranks may disagree: no collective, per-rank output only.
     const bool collective = rt.config_agreed;
     if (!file && !summary) return;
     const bool sites = file && rt.config.flag(OptionId::stats_callsites);
     const bool follow = rt.config.flag(OptionId::stats_follow_symlinks);
-    const LocalData local = gather_local(sites);
+    const LocalData local = gather_local(sites, rt);
 
     std::string job_id = rt.world_rank == 0 || !collective ? job_id_from_environment() : std::string();
     if (collective && pattern.find("%j") != std::string::npos) bcast_string(job_id, 0, MPI_COMM_WORLD);

@@ -7,17 +7,29 @@
 #include <string>
 #include <vector>
 
+#include "policy/config.h"
 #include "shim/stats/callsites.h"
 #include "shim/stats/counters.h"
 #include "shim/stats/report_fields.h"
-
-namespace arshim {
-struct Runtime;
-}
+#include "shim/stats/tuning_record.h"
 
 namespace arshim::stats {
 
 constexpr const char* kSchema = "arshim-stats/1";
+
+// What the report says about the run, filled in by the runtime at finalize (shim/core/runtime.cpp), so that the
+// statistics read nothing above them.
+struct RunFacts {
+    const Config& config;  // the agreed settings
+    int world_rank = 0, world_size = 1;
+    std::vector<int> world_node;  // world rank -> node id (empty: unknown)
+    bool config_agreed = false;   // MPI_Init was intercepted: every rank holds rank 0's settings
+    double init_time = 0;         // MPI_Wtime at init
+    std::string flavor, mpi_version, policy_source;
+    uint32_t verify_calls = 0;  // ARSHIM_VERIFY
+    bool check_args = false;    // the argument check ran (ARSHIM_CHECK_ARGS or verify mode)
+    std::vector<TuningRecord> tuning;  // what online tuning decided on this rank's communicators
+};
 
 struct CommEntry {
     uint64_t id = 0;  // 0: calls without a valid communicator (erroneous arguments)
@@ -68,9 +80,10 @@ struct Report {
     Spread wall;   // seconds between MPI_Init and MPI_Finalize
     Spread share;  // per-rank allreduce time / wall time
     Spread verify_relative;  // verify mode: the largest relative difference from the library's result, per rank
+    const RunFacts* run = nullptr;  // the run the report is of
 };
 
-// JSON text of a report (shim/stats/json.cpp). Run metadata comes from the runtime.
+// JSON text of a report (shim/stats/json.cpp); run metadata from report.run.
 std::string to_json(const Report& report);
 
 // The summary on stderr (rank 0). `written`: the log file, "" when none.
@@ -78,6 +91,10 @@ void print_summary(const Report& report, const std::string& written);
 
 // Whether rank 0 prints the summary at finalize: ARSHIM_STATS_SUMMARY, or (auto) when ARSHIM_STATS is set or the
 // log level is info or more.
-bool summary_wanted(const Runtime& rt);
+bool summary_wanted(const Config& config);
+
+// At finalize (every rank; collective over MPI_COMM_WORLD when the settings were agreed): reduce the counters, write
+// the log(s), print the summary.
+void finalize_report(const RunFacts& run);
 
 }  // namespace arshim::stats

@@ -12,8 +12,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "shim/core/library_bugs.h"
-#include "shim/sharp/counters.h"
+#include "shim/base/library_bugs.h"
+#include "shim/stats/sharp_counts.h"
 #include "shim/stats/counters.h"
 
 namespace arshim::stats {
@@ -176,14 +176,14 @@ struct Counts {
     uint64_t reentrant = 0;
     uint64_t paused = 0;
     uint64_t rows_dropped = 0;            // calls whose row did not fit a thread's table (still in paths/buckets)
-    uint64_t sharp[kSharpCounters] = {};  // the SHARP path's counters (shim/sharp/counters.h)
-    uint64_t library_bugs[bugs::kMaxEntries] = {};  // calls that hit each known library bug (shim/core/library_bugs.h)
-    // Verify mode (shim/core/verify.h): calls checked, of which mismatched; checked calls that hit a known library
+    uint64_t sharp[kSharpCounters] = {};  // the SHARP path's counters (shim/stats/sharp_counts.h)
+    uint64_t library_bugs[bugs::kMaxEntries] = {};  // calls that hit each known library bug (shim/base/library_bugs.h)
+    // Verify mode (shim/modes/verify.h): calls checked, of which mismatched; checked calls that hit a known library
     // bug, of which the library's result differed; elements no bound could judge.
     uint64_t verify_calls = 0, verify_mismatches = 0, verify_library_bug_calls = 0, verify_library_bug_differences = 0,
              verify_unordered = 0;
-    uint64_t argcheck_calls = 0, argcheck_mismatches = 0;  // ARSHIM_CHECK_ARGS (shim/core/arg_check.h)
-    // ARSHIM_TUNE (shim/tune/online.h): exploration calls and their time; keys decided, of which for another choice.
+    uint64_t argcheck_calls = 0, argcheck_mismatches = 0;  // ARSHIM_CHECK_ARGS (shim/modes/arg_check.h)
+    // ARSHIM_TUNE (shim/modes/online.h): exploration calls and their time; keys decided, of which for another choice.
     uint64_t tune_exploration_calls = 0, tune_exploration_ns = 0, tune_decisions = 0, tune_changed = 0;
 
     // fn(value, JSON section, JSON key): "totals" keys sit in the log's totals object, "sharp" ones in its sharp

@@ -1,4 +1,4 @@
-// The kernels against this MPI's own MPI_Reduce_local, the datatype/op mapping (shim/core/mpi_types.cpp) and the
+// The kernels against this MPI's own MPI_Reduce_local, the datatype/op mapping (shim/base/mpi_types.cpp) and the
 // registered SIMD ops (shim/core/simd_ops.cpp). Built once per MPI flavor; runs as an MPI singleton (no mpirun).
 //
 // A disagreement with the library fails the test, except the library bugs listed in docs/library-bugs.md, which
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "kernels/kernels.h"
-#include "shim/core/mpi_types.h"
+#include "shim/base/mpi_types.h"
 #include "shim/core/simd_ops.h"
 #include "test/kernels/reference.h"
 
@@ -29,7 +29,7 @@ constexpr bool kMpich = true;
 constexpr bool kMpich = false;
 #endif
 
-// ---- what the standard says, written independently of shim/core/mpi_types.cpp ------------------------------------
+// ---- what the standard says, written independently of shim/base/mpi_types.cpp ------------------------------------
 enum class Cat { c_int, f_int, multi, real, complex, logical, byte, pair, none };
 
 bool legal(Cat c, Op op) {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ARShim's own traffic leaves every pair of ranks with an even count of messages each way (shim/core/mpi_util.h:
+# ARShim's own traffic leaves every pair of ranks with an even count of messages each way (shim/base/mpi_util.h:
 # under Open MPI 4.1.4 the parity moves the latency of an 8-byte allreduce at np 2 by ~30%). Counted with Open
 # MPI's message monitoring (pml monitoring, per peer, point-to-point and collective messages) over a program whose
 # own traffic is balanced: the difference of the two directions must be even for every pair, under the settings

@@ -56,5 +56,5 @@ TEST_CASE("Every entry is well formed", "[library_bugs]") {
         for (const std::string& name : bug_datatypes(bug)) CHECK(name.rfind("MPI_", 0) == 0);
         CHECK(std::string(bug.reference).size() > 0);
     }
-    CHECK(library_bugs().size() <= 8);  // shim/core/library_bugs.h kMaxEntries
+    CHECK(library_bugs().size() <= 8);  // shim/base/library_bugs.h kMaxEntries
 }

@@ -1,5 +1,5 @@
 // The tuning cache never destroys what it does not own, keeps other origins' caches, stays within the reader's limits
-// and keeps concurrent jobs' rules (shim/tune/cache_file.h). No MPI needed. Each case fails on the writer before
+// and keeps concurrent jobs' rules (shim/modes/cache_file.h). No MPI needed. Each case fails on the writer before
 // issue 41 (which replaced any file it could not use with its own rules, and rewrote the cache from the rules read at
 // start).
 #include <catch2/catch.hpp>
@@ -16,7 +16,7 @@
 
 #include "test/policy/decisions.h"
 #include "policy/rule_writer.h"
-#include "shim/tune/cache_file.h"
+#include "shim/modes/cache_file.h"
 
 namespace cache = arshim::tune::cache;
 using arshim::policy::RuleSpec;

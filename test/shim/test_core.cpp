@@ -12,9 +12,9 @@
 
 #include "policy/routing_words.h"
 #include "policy/policy.h"
-#include "shim/core/fixed_table.h"
+#include "shim/base/fixed_table.h"
 #include "shim/core/layout.h"
-#include "shim/core/route.h"
+#include "shim/core/router.h"
 #include "shim/paths/shm_layout.h"
 #include "shim/stats/counters.h"
 #include "shim/stats/report_fields.h"

@@ -1,9 +1,9 @@
-// Online tuning's schedule and verdict (shim/tune/schedule.h), without MPI: the order candidates are tried in,
+// Online tuning's schedule and verdict (shim/modes/schedule.h), without MPI: the order candidates are tried in,
 // warm-up calls that are not samples, declined candidates, and when a verdict separates a candidate from the
 // policy's choice.
 #include <catch2/catch.hpp>
 
-#include "shim/tune/schedule.h"
+#include "shim/modes/schedule.h"
 
 using namespace arshim::tune;
 

@@ -71,7 +71,7 @@ else echo "ok: guard on one node: the policy against the library only ($one_node
 fi
 
 # 2c. guard across nodes also tries small segments from 1 MiB, 256 KiB in flight (MPICH 32 KiB x 8, Open MPI 64 KiB x
-# 4; shim/tune/online.cpp), on 2 x 2 virtual nodes with a policy of 1 MiB segments. The test library makes every rank
+# 4; shim/modes/online.cpp), on 2 x 2 virtual nodes with a policy of 1 MiB segments. The test library makes every rank
 # see the policy's 1 MiB segments 100 ms slower than they ran: guard must time the small segments in every decided
 # key from 1 MiB and keep the policy's segments in none of them; below 1 MiB the small segments are no candidate.
 if [[ $flavor == openmpi ]]; then small_segments="segment_bytes=64K window=4"; else small_segments="segment_bytes=32K window=8"; fi

@@ -38,8 +38,9 @@ def build_dir(explicit):
     sys.exit("bench_allreduce: cannot find the build directory (pass --build-dir or set ARSHIM_BUILD_DIR)")
 
 
-def configurations(flavor, np_, names):
-    """name -> (preload shim?, environment, extra mpirun arguments). Peers are the libraries' own alternatives."""
+def configurations(flavor, np_, names, compare_lib=""):
+    """name -> (preload shim?, environment, extra mpirun arguments). Peers are the libraries' own alternatives.
+    `preload` is True for this build's library or the path of another library to compare with (--compare-lib)."""
     def segments(size, window):
         return (True, {"ARSHIM_PATH": "pipelined", "ARSHIM_SEGMENT_BYTES": size, "ARSHIM_WINDOW": str(window)}, [])
 
@@ -58,6 +59,11 @@ def configurations(flavor, np_, names):
         "arshim-tune-off": (True, {"ARSHIM_TUNE": "off"}, []),
         "arshim-online": (True, {"ARSHIM_TUNE": "online"}, []),
         "bad-policy": (True, {"ARSHIM_POLICY": BAD_POLICY, "ARSHIM_TUNE": "off"}, []),
+        # Another build of ARShim in the same run (--compare-lib: an older version): its library route, twice (the
+        # second is the old-vs-old control: the noise between two identical configurations), and its default.
+        **({"compare-native": (compare_lib.format(flavor=flavor), {"ARSHIM_PATH": "native"}, []),
+            "compare-native-control": (compare_lib.format(flavor=flavor), {"ARSHIM_PATH": "native"}, []),
+            "compare-default": (compare_lib.format(flavor=flavor), {}, [])} if compare_lib else {}),
         "bad-policy-online": (True, {"ARSHIM_POLICY": BAD_POLICY, "ARSHIM_TUNE": "online"}, []),
         # A table from `arshim tune` (its path in ARSHIM_BENCH_TUNED_POLICY), ahead of the built-in one, no online
         # tuning: what the tuned table decides.
@@ -164,7 +170,9 @@ def command(flavor, np_, build, preload, env, extra, args):
                  "--budget", args.budget, "--type", args.type, "--op", args.op] + \
                 (["--in-place"] if args.in_place else [])
     libs = []
-    if preload:
+    if isinstance(preload, str):
+        libs.append(preload)
+    elif preload:
         libs.append(os.path.join(build, "shim", f"libarshim-{flavor}.so"))
     if args.yield_helper and flavor == "mpich":
         libs.append(os.path.join(build, "test", "libarshim-test-yield.so"))
@@ -235,6 +243,10 @@ def main():
                    help="also print every configuration's time over the link's bandwidth bound 2(N-1)/N*n/B "
                         "(median over rounds, [min-max] of the rounds as the noise); needs --nodes >= 2 and "
                         "--link-gbit (docs/cluster.md \"Where the time goes at the link bound\")")
+    p.add_argument("--compare-lib", default="",
+                   help="another ARShim library to run in the same rounds ({flavor} substituted), e.g. an older build's "
+                        "build/shim/libarshim-{flavor}.so: configurations compare-native, compare-native-control and "
+                        "compare-default")
     p.add_argument("--csv", help="write every figure to this CSV file")
     p.add_argument("--json", help="write the figures as JSON")
     p.add_argument("--build-dir", help="meson build directory (default: found next to this script)")
@@ -247,7 +259,7 @@ def main():
     flavors = [f for f in args.mpi.split(",") if f]
     names = [n for n in args.configs.split(",") if n]
     results = {}  # (flavor, config) -> {bytes: [per-round medians]}
-    plan = {f: configurations(f, args.np, names) for f in flavors}
+    plan = {f: configurations(f, args.np, names, args.compare_lib) for f in flavors}
     started = time.time()
     total_runs = args.rounds * sum(len(c) for c in plan.values())
     done = 0

@@ -1,6 +1,6 @@
-#include "shim/core/library_bugs.h"
+#include "shim/base/library_bugs.h"
 
-#include "shim/core/mpi_types.h"
+#include "shim/base/mpi_types.h"
 
 namespace arshim::bugs {
 

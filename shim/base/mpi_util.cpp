@@ -1,4 +1,8 @@
-#include "shim/core/mpi_util.h"
+#include "shim/base/mpi_util.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
 
 namespace arshim {
 
@@ -21,7 +25,7 @@ int bcast_text_once(std::string& text, bool* present, int root, MPI_Comm comm) {
     return rc;
 }
 
-// Runs `make` (which creates *out), frees what it made, runs it again: shim/core/mpi_util.h, comm_split_twice.
+// Runs `make` (which creates *out), frees what it made, runs it again: shim/base/mpi_util.h, comm_split_twice.
 template <typename Make>
 int make_comm_twice(MPI_Comm parent, Make make, MPI_Comm* out) {
     const ErrorsReturn errors_return(parent);
@@ -90,6 +94,18 @@ int bcast_optional_string(std::string& text, bool* present, int root, MPI_Comm c
 int bcast_string(std::string& text, int root, MPI_Comm comm) {
     bool present = true;
     return bcast_optional_string(text, &present, root, comm);
+}
+
+void wait_for_forwarding(MPI_Comm comm) {
+    PMPI_Barrier(comm);
+    // Hydra drops output it has not forwarded when a rank aborts (shim/core/runtime.cpp abort_if_any_problem).
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+}
+
+void abort_after_logging(MPI_Comm comm) {
+    wait_for_forwarding(comm);
+    PMPI_Abort(comm, 1);
+    std::abort();
 }
 
 }  // namespace arshim

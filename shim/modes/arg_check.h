@@ -13,19 +13,23 @@
 // stopped; a datatype with another element type or another number of elements is caught.
 #pragma once
 
+#include "shim/stats/mode_counts.h"
+
 #include <atomic>
 #include <cstdint>
 
-#include "shim/core/call.h"
+#include "shim/paths/call.h"
+#include "shim/paths/path_context.h"
 
 namespace arshim::argcheck {
 
-inline std::atomic<uint64_t> g_checked{0};     // calls checked on this rank
-inline std::atomic<uint64_t> g_mismatched{0};  // of those, calls whose arguments differed across ranks
+// Its counts for the statistics are in shim/stats/mode_counts.h.
 
 // Checks `args` against the other ranks of its communicator. Returns true when they agree (or the call cannot be
 // checked: erroneous handles, intercommunicators, a single rank); false when they do not, with *rc the error the
 // call must return (the communicator's error handler has been called).
-bool agree(const CallArgs& args, int* rc);
+// `ctx`: the communicator's (nullptr for a handle the library rejects); `laid_out`: its layout is known (the check may
+// then reduce through node memory).
+bool agree(const CallArgs& args, PathContext* ctx, bool laid_out, int* rc);
 
 }  // namespace arshim::argcheck

@@ -1,5 +1,5 @@
 // Online tuning's schedule and verdict (ARSHIM_TUNE, docs/tuning.md), MPI-free so that they are unit-tested without
-// mpirun (test/shim/test_tune.cpp). shim/tune/online.cpp feeds them timings and makes the one agreement.
+// mpirun (test/shim/test_tune.cpp). shim/modes/online.cpp feeds them timings and makes the one agreement.
 //
 // A key (communicator, size bucket, element type, op) that explores tries its candidates in turn, call after call:
 // candidate 0 is the policy's choice, the others native and the other host path (online's second stage: the
@@ -163,5 +163,43 @@ struct KeyTuning {
     policy::Decision first[kMaxCandidates];
     float first_median[kMaxCandidates] = {}, first_spread[kMaxCandidates] = {};
 };
+
+// Whether a call the policy decided this way takes part in tuning at all (identical on every rank): not under
+// ARSHIM_TUNE=off (also off when ARSHIM_PATH forces a path: policy/settings.h), not a choice measured on this machine
+// already, never the reproducible path; guard only where the policy chose one of ARShim's paths.
+inline bool eligible(policy::tune::Mode mode, const policy::Decision& d) {
+    using policy::tune::Mode;
+    if (mode == Mode::off || d.measured || d.path() == policy::Path::reproducible) return false;
+    return mode == Mode::online || d.path() != policy::Path::native;
+}
+
+// What a key's call runs with: the decision and, during exploration, which candidate it tries (then the caller times
+// the call and reports it, shim/modes/online.h).
+struct Pick {
+    const policy::Decision* decision = nullptr;
+    int candidate = -1;
+};
+
+// The decision for this call of the key: the policy's when the key shares the overflow entry, the one decided, or
+// (exploring) the next candidate. The key's first call makes its candidates (policy/tune_candidates.h); fewer than
+// two means nothing to explore.
+inline Pick pick(KeyTuning& t, bool overflow, const policy::Decision& policy_decision,
+                 const policy::tune::KeyFacts& facts, policy::tune::Mode mode) {
+    if (overflow) return {&policy_decision, -1};  // shared by many keys: the policy decides
+    if (t.status == KeyTuning::decided) return {&t.candidate[t.chosen], -1};
+    if (t.status == KeyTuning::untouched) {
+        t.exploration = Exploration{};
+        const int n = policy::tune::first_stage(policy_decision, facts, mode, t.candidate);
+        if (n < 2) {
+            t.status = KeyTuning::decided;
+            t.chosen = 0;
+            return {&t.candidate[0], -1};
+        }
+        t.exploration.candidates = static_cast<uint8_t>(n);
+        t.status = KeyTuning::exploring;
+    }
+    const int c = t.exploration.next;
+    return {&t.candidate[c], c};
+}
 
 }  // namespace arshim::tune

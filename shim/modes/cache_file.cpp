@@ -1,4 +1,4 @@
-#include "shim/tune/cache_file.h"
+#include "shim/modes/cache_file.h"
 
 #include <fcntl.h>
 #include <sys/file.h>

@@ -1,4 +1,4 @@
-#include "shim/core/arg_check.h"
+#include "shim/modes/arg_check.h"
 
 #include <algorithm>
 #include <map>
@@ -7,10 +7,9 @@
 
 #include "policy/routing_words.h"
 #include "policy/config.h"
-#include "shim/core/context.h"
-#include "shim/core/log.h"
-#include "shim/core/mpi_types.h"
-#include "shim/core/runtime.h"
+#include "shim/base/log.h"
+#include "shim/base/mpi_types.h"
+#include "shim/base/mpi_util.h"
 #include "shim/paths/paths.h"
 #include "shim/stats/callsites.h"
 
@@ -205,11 +204,11 @@ constexpr bool kCheckThroughNodeMemory = false;
 constexpr bool kCheckThroughNodeMemory = true;
 #endif
 
-int max_of_pair(long long* values, CommContext& ctx) {
+int max_of_pair(long long* values, PathContext& ctx, bool laid_out) {
     static const policy::Decision kOneLeader = policy::decision_for(policy::Path::multileader);  // one leader
     // ppn_max, not node_size: the route must be the same on every rank, and a rank alone on its node (2 + 1 ranks)
     // still takes part in the node protocol (found by tools/checks/mpich_coll_tests.sh: it hung).
-    if (kCheckThroughNodeMemory && ctx.warm() && ctx.ppn_max > 1) {
+    if (kCheckThroughNodeMemory && laid_out && ctx.ppn_max > 1) {
         const TypeInfo type = type_info(MPI_LONG_LONG);
         const kernels::KernelTable& kernels = kernels::active();
         const auto max = static_cast<std::size_t>(kernels::Op::max);
@@ -218,7 +217,7 @@ int max_of_pair(long long* values, CommContext& ctx) {
                         kernels.binary[max][static_cast<std::size_t>(type.type)],
                         kernels.nary[max][static_cast<std::size_t>(type.type)], MPI_MAX, kOneLeader};
         if (type.predefined && call.nary != nullptr) {
-            const PathOutcome outcome = run_multileader(call);
+            const PathOutcome outcome = serve_multileader(call);
             if (outcome.served) return outcome.rc;
         }
     }
@@ -227,23 +226,22 @@ int max_of_pair(long long* values, CommContext& ctx) {
 
 }  // namespace
 
-bool agree(const CallArgs& args, int* rc) {
+bool agree(const CallArgs& args, PathContext* ctx, bool laid_out, int* rc) {
     // Erroneous handles are the library's to report; intercommunicators compare across groups (not checked).
     if (args.comm == MPI_COMM_NULL || args.datatype == MPI_DATATYPE_NULL || args.op == MPI_OP_NULL || args.count < 0)
         return true;
-    CommContext* ctx = CommContext::get(args.comm);
     if (ctx == nullptr || ctx->inter || ctx->size == 1) return true;
 
     const Passed mine = describe_call(args);
     const long long d = digest(mine);
     long long extremes[2] = {d, ~d};  // MAX of both: the largest and (complemented) the smallest digest
-    max_of_pair(extremes, *ctx);
+    max_of_pair(extremes, *ctx, laid_out);
     g_checked.fetch_add(1, std::memory_order_relaxed);
     if (extremes[0] == ~extremes[1]) return true;
 
     g_mismatched.fetch_add(1, std::memory_order_relaxed);
     report(args, mine, ctx->rank, ctx->size);
-    if (runtime().config.flag(OptionId::strict)) abort_after_logging(args.comm);
+    if (ctx->settings->strict) abort_after_logging(args.comm);
     // A fatal handler ends the job from the first rank that calls it, and the launcher drops lines it has not
     // forwarded yet: every rank logs first, then the handler runs.
     MPI_Errhandler handler = MPI_ERRHANDLER_NULL;

@@ -1,4 +1,4 @@
-#include "shim/core/verify.h"
+#include "shim/modes/verify.h"
 
 #include <climits>
 #include <cstring>
@@ -6,9 +6,10 @@
 
 #include "kernels/compare.h"
 #include "policy/config.h"
-#include "shim/core/log.h"
-#include "shim/core/mpi_types.h"
-#include "shim/core/runtime.h"
+#include "shim/base/log.h"
+#include "shim/base/mpi_types.h"
+#include "shim/base/mpi_util.h"
+#include "shim/paths/path_context.h"
 #include "shim/stats/callsites.h"
 
 namespace arshim::verify {
@@ -48,12 +49,6 @@ bool checkable(const Call& call) { return static_cast<uint64_t>(call.args.count)
 
 }  // namespace
 
-double worst_relative() {
-    const uint64_t bits = g_worst_relative_bits.load(std::memory_order_relaxed);
-    double value = 0;
-    std::memcpy(&value, &bits, sizeof value);
-    return value;
-}
 
 Check::Check(const Call& call) {
     if (!checkable(call)) return;
@@ -65,7 +60,7 @@ Check::Check(const Call& call) {
     }
 }
 
-void Check::finish(const Call& call, int rc, CommContext::KeyBook& book, bool library_bug) {
+void Check::finish(const Call& call, int rc, KeyBook& book, bool library_bug) {
     // Every rank takes the same branches up to the agreement below: `rc` may differ between ranks only when the
     // library failed, and then the job is in the error handler's hands anyway.
     if (input_ == nullptr || rc != MPI_SUCCESS) return;
@@ -115,7 +110,6 @@ void Check::finish(const Call& call, int rc, CommContext::KeyBook& book, bool li
 
     const bool first_for_key = !book.mismatch_reported;
     book.mismatch_reported = true;
-    const Runtime& rt = runtime();
     if (first_for_key && call.ctx.rank == lowest) {
         const std::string where = callsites::describe_address(args.caller);
         const std::string what = std::string(datatype_name(args.datatype)) + " " + mpi_op_name(args.op) + ", " +
@@ -132,9 +126,9 @@ void Check::finish(const Call& call, int rc, CommContext::KeyBook& book, bool li
                       "predicts (docs/library-bugs.md)", what, values);
         else
             log::error("verify: MISMATCH on {}: {}{}", what, values,
-                       rt.config.flag(OptionId::strict) ? " (ARSHIM_STRICT=1: aborting)" : "");
+                       call.ctx.settings->strict ? " (ARSHIM_STRICT=1: aborting)" : "");
     }
-    if (!library_bug && rt.config.flag(OptionId::strict)) abort_after_logging(args.comm);
+    if (!library_bug && call.ctx.settings->strict) abort_after_logging(args.comm);
 }
 
 }  // namespace arshim::verify

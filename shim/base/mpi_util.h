@@ -85,4 +85,11 @@ inline uintptr_t handle_bits(Handle handle) {
         return static_cast<uintptr_t>(static_cast<unsigned int>(handle));
 }
 
+// ARSHIM_STRICT=1, after every rank of `comm` learned of a problem (verify mismatch, argument mismatch): give the
+// launcher time to forward the lines, then abort the job.
+[[noreturn]] void abort_after_logging(MPI_Comm comm);
+// Collective over `comm`: every rank has logged what it had to say; waits until the launcher can have forwarded it
+// (before something ends the job: an abort, a fatal error handler).
+void wait_for_forwarding(MPI_Comm comm);
+
 }  // namespace arshim

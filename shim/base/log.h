@@ -17,6 +17,8 @@ enum class Level { off, error, warn, info, debug };
 
 // (Re)configures the logger; `rank` < 0 prints "arshim[?]".
 void configure(Level level, int rank);
+// The rank the logger prints: this process's rank in MPI_COMM_WORLD once init ran, -1 before.
+int rank();
 bool enabled(Level level);
 
 spdlog::logger& logger();

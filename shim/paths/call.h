@@ -9,12 +9,12 @@
 
 #include "kernels/kernels.h"
 #include "policy/policy.h"
-#include "shim/core/mpi_types.h"
+#include "shim/base/mpi_types.h"
 #include "shim/stats/counters.h"
 
 namespace arshim {
 
-class CommContext;
+class PathContext;
 
 // The call as the entry point received it (Fortran sentinels already converted).
 struct CallArgs {
@@ -31,7 +31,7 @@ struct CallArgs {
 // A call the engine classified as servable by ARShim's own paths, resolved once (shim/core/engine.cpp).
 struct Call {
     const CallArgs& args;
-    CommContext& ctx;
+    PathContext& ctx;
     TypeInfo type;                     // predefined element type, its size and class
     kernels::Op kop;                   // the reduction
     uint64_t bytes;                    // count * element size

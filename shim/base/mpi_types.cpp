@@ -1,15 +1,15 @@
 // Predefined MPI datatype and op handles -> kernels::Type / kernels::Op, and the standard's op x datatype legality.
 //
-// The tables are built once (build_type_map) into small fixed hash tables (shim/core/fixed_table.h) keyed by the
+// The tables are built once (build_type_map) into small fixed hash tables (shim/base/fixed_table.h) keyed by the
 // handle's bits, so a per-call lookup is a multiply and one or two probes: no allocation, no lock, no scan. Handles are compile-time
 // constants in MPICH (ints) but addresses of globals in Open MPI, hence hashing rather than a switch.
-#include "shim/core/mpi_types.h"
+#include "shim/base/mpi_types.h"
 
 #include <cstddef>
 #include <cstring>
 
-#include "shim/core/fixed_table.h"
-#include "shim/core/mpi_util.h"
+#include "shim/base/fixed_table.h"
+#include "shim/base/mpi_util.h"
 
 namespace arshim {
 

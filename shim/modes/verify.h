@@ -10,25 +10,17 @@
 // outcome. After a key's N calls, nothing.
 #pragma once
 
+#include "shim/stats/mode_counts.h"
+
 #include <atomic>
 #include <cstdint>
 
-#include "shim/core/call.h"
-#include "shim/core/context.h"
+#include "shim/modes/key_book.h"
+#include "shim/paths/call.h"
 
 namespace arshim::verify {
 
-// Process-wide counts for the statistics (shim/stats/report_fields.h, section "verify").
-inline std::atomic<uint64_t> g_calls{0};              // calls checked on this rank
-inline std::atomic<uint64_t> g_mismatches{0};         // of those, calls whose result differed on this rank
-inline std::atomic<uint64_t> g_library_bug_calls{0};  // checked calls that hit a known library bug (the library's
-                                                       // own result is expected to differ there)
-inline std::atomic<uint64_t> g_library_bug_differences{0};  // ... and did differ
-inline std::atomic<uint64_t> g_unordered{0};          // elements no bound can judge (NaN on one side, under/overflow)
-// The largest relative difference between a floating-point result and the library's, as double bits (a
-// non-negative double's bits order like its value, so an atomic max on the bits works).
-inline std::atomic<uint64_t> g_worst_relative_bits{0};
-double worst_relative();
+// Its counts for the statistics are in shim/stats/mode_counts.h.
 
 // One call under check. Constructed before the path runs (it keeps the input of an in-place call, which the path
 // overwrites); finish() after the path served the call.
@@ -36,7 +28,7 @@ class Check {
 public:
     explicit Check(const Call& call);
     // `rc`: what the path returned (a failed call is not compared); `book`: the key's bookkeeping.
-    void finish(const Call& call, int rc, CommContext::KeyBook& book, bool library_bug);
+    void finish(const Call& call, int rc, KeyBook& book, bool library_bug);
 
 private:
     const void* input_ = nullptr;  // the call's input as the path saw it

@@ -1,4 +1,4 @@
-#include "shim/tune/online.h"
+#include "shim/modes/online.h"
 
 #include <algorithm>
 #include <ctime>
@@ -8,11 +8,10 @@
 #include "arshim_config.h"
 #include "policy/rules.h"
 #include "policy/text.h"
-#include "shim/core/log.h"
-#include "shim/core/mpi_types.h"
-#include "shim/core/runtime.h"
-#include "shim/tune/cache_file.h"
-#include "shim/tune/schedule.h"
+#include "shim/base/log.h"
+#include "shim/base/mpi_types.h"
+#include "shim/modes/cache_file.h"
+#include "shim/modes/schedule.h"
 
 // Tests only (test/verify/kernel_fault.cpp, never installed): skews this rank's measured times, so that the tests
 // can show every rank deciding alike when the ranks see different timings, and make one leader count or one segment
@@ -48,45 +47,13 @@ Record g_records[kMaxLearned];
 std::atomic<uint32_t> g_records_claimed{0};
 std::atomic<bool> g_record_ready[kMaxLearned];
 
-// What a key's candidates depend on (policy/tune_candidates.h): the call's size and the communicator's layout.
-policy::tune::KeyFacts key_facts(const CommContext& ctx, uint64_t bytes, bool order_sensitive) {
-    policy::tune::KeyFacts f;
-    f.bytes = bytes;
-    f.ppn_min = ctx.ppn_min;
-    f.ppn_max = ctx.ppn_max;
-    f.nodes = ctx.node_count;
-#if defined(ARSHIM_FLAVOR_OPENMPI)
-    f.flavor = policy::Flavor::openmpi;
-#else
-    f.flavor = policy::Flavor::mpich;
-#endif
-    f.order_sensitive = order_sensitive;
-    return f;
+void add_candidates(Learned& l, const policy::Decision* candidate, const float* median, const float* spread, int from,
+                    int n, uint8_t excluded, int stage) {
+    for (int k = from; k < n; ++k)
+        l.candidates.push_back({candidate[k], median[k], spread[k], static_cast<bool>(excluded >> k & 1u), stage});
 }
 
-void append_candidates(std::string& text, const policy::Decision* candidate, const float* median, const float* spread,
-                       int from, int n, uint8_t excluded) {
-    for (int k = from; k < n; ++k) {
-        if (!text.empty()) text += "; ";
-        text += policy::describe_decision(candidate[k]) + ": ";
-        if (excluded >> k & 1u) {
-            text += "declined";
-        } else {
-            char figures[64];
-            std::snprintf(figures, sizeof figures, "%.1f us (+-%.1f)", median[k], spread[k]);
-            text += figures;
-        }
-    }
-}
-
-std::string size_text(uint64_t bytes) {
-    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int u = 0;
-    while (bytes >= 1024 && bytes % 1024 == 0 && u < 4) bytes /= 1024, ++u;
-    return std::to_string(bytes) + " " + units[u];
-}
-
-// The text of a recorded decision: the policy's choice and the library's allreduce come from the first stage.
+// A recorded decision as data: the policy's choice and the library's allreduce come from the first stage.
 Learned learned_from(const Record& rec) {
     const policy::Decision* first = rec.refined ? rec.first : rec.candidate;
     const float* first_median = rec.refined ? rec.first_median : rec.median;
@@ -100,57 +67,44 @@ Learned learned_from(const Record& rec) {
     l.dclass = rec.dclass;
     l.op = rec.op;
     l.chosen = rec.candidate[rec.chosen];
-    l.policy_choice = policy::describe_decision(first[0]);
+    l.policy_choice = first[0];
     l.chosen_us = rec.median[rec.chosen];
     l.policy_us = (first_excluded & 1u) ? -1 : first_median[0];
     for (int k = 0; k < first_count; ++k)
         if (first[k].path() == policy::Path::native && !(first_excluded >> k & 1u)) l.native_us = first_median[k];
     if (rec.refined) {
-        append_candidates(l.candidates, rec.first, rec.first_median, rec.first_spread, 0, rec.first_count,
-                          rec.first_excluded);
-        append_candidates(l.candidates, rec.candidate, rec.median, rec.spread, 1, rec.count, rec.excluded);
+        add_candidates(l, rec.first, rec.first_median, rec.first_spread, 0, rec.first_count, rec.first_excluded, 0);
+        add_candidates(l, rec.candidate, rec.median, rec.spread, 1, rec.count, rec.excluded, 1);
     } else {
-        append_candidates(l.candidates, rec.candidate, rec.median, rec.spread, 0, rec.count, rec.excluded);
+        add_candidates(l, rec.candidate, rec.median, rec.spread, 0, rec.count, rec.excluded, 0);
     }
     return l;
 }
 
 }  // namespace
 
-bool eligible(const Runtime& rt, const policy::Decision& d) {
-    // rt.tune is off when ARSHIM_PATH forces a path (the user's experiment; shim/core/runtime.cpp).
-    if (rt.tune == Mode::off || d.measured || d.path() == policy::Path::reproducible) return false;
-    return rt.tune == Mode::online || d.path() != policy::Path::native;
+policy::tune::KeyFacts key_facts(const PathContext& ctx, uint64_t bytes) {
+    policy::tune::KeyFacts f;
+    f.bytes = bytes;
+    f.ppn_min = ctx.ppn_min;
+    f.ppn_max = ctx.ppn_max;
+    f.nodes = ctx.node_count;
+#if defined(ARSHIM_FLAVOR_OPENMPI)
+    f.flavor = policy::Flavor::openmpi;
+#else
+    f.flavor = policy::Flavor::mpich;
+#endif
+    return f;
 }
 
-Pick pick(CommContext& ctx, CommContext::KeyBook& book, const policy::Decision& policy_decision, uint64_t bytes,
-          Mode mode, bool order_sensitive) {
-    KeyTuning& t = book.tuning;
-    if (book.overflow) return {&policy_decision, -1};  // shared by many keys: the policy decides
-    if (t.status == KeyTuning::decided) return {&t.candidate[t.chosen], -1};
-    if (t.status == KeyTuning::untouched) {
-        t.exploration = Exploration{};
-        const int n = policy::tune::first_stage(policy_decision, key_facts(ctx, bytes, order_sensitive), mode, t.candidate);
-        if (n < 2) {
-            t.status = KeyTuning::decided;
-            t.chosen = 0;
-            return {&t.candidate[0], -1};
-        }
-        t.exploration.candidates = static_cast<uint8_t>(n);
-        t.status = KeyTuning::exploring;
-    }
-    const int c = t.exploration.next;
-    return {&t.candidate[c], c};
-}
-
-void report(CommContext& ctx, CommContext::KeyBook& book, int c, double seconds, bool declined, uint32_t bucket,
+void report(PathContext& ctx, KeyBook& book, int c, double seconds, bool declined, uint32_t bucket,
             vocab::DtypeClass dclass, kernels::Op op, MPI_Datatype datatype, MPI_Op mpi_op, uint64_t bytes) {
     KeyTuning& t = book.tuning;
     Exploration& ex = t.exploration;
     if (arshim_test_skew_tune_time != nullptr) {
         const policy::Decision& d = t.candidate[c];
         seconds = arshim_test_skew_tune_time(
-            seconds, runtime().world_rank, d.path() == policy::Path::native ? 1 : 0,
+            seconds, log::rank(), d.path() == policy::Path::native ? 1 : 0,
             d.path() == policy::Path::multileader ? static_cast<int>(d.get<policy::MultileaderParams>().leaders) : 0,
             d.path() == policy::Path::pipelined ? d.get<policy::PipelinedParams>().segment_bytes : 0);
     }
@@ -173,9 +127,9 @@ void report(CommContext& ctx, CommContext::KeyBook& book, int c, double seconds,
     }
     // Online: the first stage found the direction; the second refines the winner's parameters. Both the winner and
     // its neighbours follow from agreed values, so every rank enters the second stage alike.
-    if (t.stage == 0 && runtime().tune == Mode::online) {
+    if (t.stage == 0 && ctx.settings->tune == Mode::online) {
         policy::Decision next[kMaxCandidates];
-        const int count = policy::tune::second_stage(t.candidate[v], key_facts(ctx, bytes, false), next);
+        const int count = policy::tune::second_stage(t.candidate[v], key_facts(ctx, bytes), next);
         if (count >= 2) {
             t.first_count = static_cast<uint8_t>(n);
             t.first_excluded = ex.excluded;
@@ -229,8 +183,8 @@ void report(CommContext& ctx, CommContext::KeyBook& book, int c, double seconds,
         log::info("tuned {} {}, {} B on a communicator of {} ranks ({} node(s) x {}): {} ({:.1f} us; policy's choice "
                   "{}: {}; candidates: {})",
                   datatype_name(datatype), mpi_op_name(mpi_op), bytes, ctx.size, ctx.node_count, ctx.ppn_max,
-                  policy::describe_decision(l.chosen), l.chosen_us, l.policy_choice,
-                  l.policy_us < 0 ? std::string("declined") : fmt::format("{:.1f} us", l.policy_us), l.candidates);
+                  policy::describe_decision(l.chosen), l.chosen_us, policy::describe_decision(l.policy_choice),
+                  l.policy_us < 0 ? std::string("declined") : fmt::format("{:.1f} us", l.policy_us), candidates_text(l));
     }
 }
 
@@ -242,22 +196,29 @@ std::vector<Learned> learned() {
     return out;
 }
 
-// ---- the tuning cache (the file's rules: shim/tune/cache_file.h) ----------------------------------------------
+// ---- the tuning cache (the file's rules: shim/modes/cache_file.h) ----------------------------------------------
 
 namespace {
 
-cache::Origin this_origin(const Runtime& rt) {
-    return {mpi_flavor(), printable(rt.mpi_version, 100), ARSHIM_VERSION};
+cache::Origin this_origin(const std::string& library) {
+#if defined(ARSHIM_FLAVOR_OPENMPI)
+    const char* flavor = "openmpi";
+#else
+    const char* flavor = "mpich";
+#endif
+    return {flavor, printable(library, 100), ARSHIM_VERSION};
 }
 
-uint64_t cache_max_bytes(const Runtime& rt) { return static_cast<uint64_t>(rt.config.number(OptionId::policy_max_bytes)); }
+uint64_t cache_max_bytes(const Config& config) {
+    return static_cast<uint64_t>(config.number(OptionId::policy_max_bytes));
+}
 
 // A decision as a cache rule: it matches the key's layout, size bucket, element class and op, and carries the
 // measured times and the candidates' figures.
 policy::RuleSpec cache_rule(const Learned& l) {
     policy::RuleSpec rule;
     rule.name = "tuned: " + std::to_string(l.comm_size) + " ranks (" + std::to_string(l.nodes) + " node(s) x " +
-                std::to_string(l.ppn) + "), " + size_text(vocab::bucket_floor(l.bucket)) + ", " +
+                std::to_string(l.ppn) + "), " + format_size(static_cast<int64_t>(vocab::bucket_floor(l.bucket))) + ", " +
                 vocab::dtype_class_name(l.dclass) + " " + vocab::op_name(l.op);
     rule.match.dim[policy::Box::nodes] = {l.nodes, uint64_t{l.nodes} + 1};
     rule.match.dim[policy::Box::ppn] = {l.ppn, uint64_t{l.ppn} + 1};
@@ -268,7 +229,8 @@ policy::RuleSpec cache_rule(const Learned& l) {
     rule.evidence.kind = policy::EvidenceKind::measured;
     rule.evidence.time_us = l.chosen_us;
     rule.evidence.native_us = l.native_us;
-    rule.note = "policy's choice " + printable(l.policy_choice, 200) + "; measured: " + printable(l.candidates, 600);
+    rule.note = "policy's choice " + policy::describe_decision(l.policy_choice) + "; measured: " +
+                printable(candidates_text(l), 600);
     return rule;
 }
 
@@ -281,25 +243,41 @@ std::string utc_now() {
 
 }  // namespace
 
-CacheWrite write_cache(const Runtime& rt) {
+std::string candidates_text(const Learned& l) {
+    std::string text;
+    for (const stats::TunedCandidate& c : l.candidates) {
+        if (!text.empty()) text += "; ";
+        text += policy::describe_decision(c.decision) + ": ";
+        if (c.declined) {
+            text += "declined";
+        } else {
+            char figures[64];
+            std::snprintf(figures, sizeof figures, "%.1f us (+-%.1f)", c.median_us, c.spread_us);
+            text += figures;
+        }
+    }
+    return text;
+}
+
+CacheWrite write_cache(const Config& config, const std::string& library, bool refused) {
     CacheWrite out;
-    const std::string& path = rt.config.text(OptionId::tune_cache);
-    if (path.empty() || rt.tune_cache_refused) return out;  // said once at start: the file is left alone
+    const std::string& path = config.text(OptionId::tune_cache);
+    if (path.empty() || refused) return out;  // said once at start: the file is left alone
     std::vector<policy::RuleSpec> learned_rules;
     for (const Learned& l : learned()) learned_rules.push_back(cache_rule(l));
     cache::Limits limits;
-    limits.max_bytes = cache_max_bytes(rt);
-    const cache::Outcome outcome = cache::update(path, this_origin(rt), learned_rules, limits,
-                                                 rt.config.flag(OptionId::stats_follow_symlinks), utc_now());
+    limits.max_bytes = cache_max_bytes(config);
+    const cache::Outcome outcome = cache::update(path, this_origin(library), learned_rules, limits,
+                                                 config.flag(OptionId::stats_follow_symlinks), utc_now());
     out.notes = outcome.notes;
     out.problem = outcome.problem;
     return out;
 }
 
-std::string read_cache(const Runtime& rt, std::string* note, bool* warn) {
-    const std::string& path = rt.config.text(OptionId::tune_cache);
+std::string read_cache(const Config& config, const std::string& library, std::string* note, bool* warn) {
+    const std::string& path = config.text(OptionId::tune_cache);
     if (path.empty()) return "";
-    cache::Location loc = cache::locate(path, this_origin(rt), cache_max_bytes(rt));
+    cache::Location loc = cache::locate(path, this_origin(library), cache_max_bytes(config));
     *note = loc.note;
     *warn = loc.warn;
     return loc.found.holds == cache::Holds::ours ? std::move(loc.found.text) : std::string();

@@ -1,4 +1,4 @@
-#include "shim/core/log.h"
+#include "shim/base/log.h"
 
 #include <spdlog/sinks/stdout_sinks.h>
 
@@ -12,6 +12,7 @@ namespace {
 
 std::mutex g_mutex;
 Level g_level = Level::warn;
+int g_rank = -1;
 
 std::shared_ptr<spdlog::logger> make_logger() {
     // A private logger (not registered in spdlog's registry) so an application that also uses spdlog keeps its own
@@ -45,11 +46,14 @@ spdlog::logger& logger() {
 void configure(Level level, int rank) {
     std::lock_guard<std::mutex> lock(g_mutex);
     g_level = level;
+    g_rank = rank;
     std::string prefix = rank < 0 ? "?" : std::to_string(rank);
     logger().set_pattern("arshim[" + prefix + "] %l: %v");
     logger().set_level(to_spdlog(level));
 }
 
+
+int rank() { return g_rank; }
 
 bool enabled(Level l) { return l != Level::off && static_cast<int>(l) <= static_cast<int>(g_level); }
 

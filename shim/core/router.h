@@ -1,0 +1,108 @@
+// The router: from a call's traits, the communicator's agreed settings and state, the policy's decision and the
+// key's book (verify count, tuning state), the route it takes: the library with a reason, or a path with its decision,
+// whether a tuning candidate is being tried, whether verify mode checks it, and whether the next call of the same key
+// may replay the route. MPI-free, so that every routing rule is unit-tested without mpirun (test/shim/test_router.cpp).
+// shim/core/engine.cpp feeds it what it learned from the MPI handles and runs what it returns; nothing else routes.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/kernels.h"
+#include "policy/decision.h"
+#include "policy/routing_words.h"
+#include "policy/settings.h"
+#include "policy/tune_candidates.h"
+#include "shim/modes/key_book.h"
+
+namespace arshim::route {
+
+// What classification learned about a call that the library accepts. Every field depends only on values that MPI
+// requires to be identical on all ranks of the communicator (count, datatype, op, communicator), so every rank
+// routes alike.
+struct Traits {
+    bool intercommunicator = false;
+    int comm_size = 1;
+    int64_t count = 0;
+    bool predefined_type = false;  // a predefined datatype ARShim knows
+    bool user_op = false;          // MPI_Op_create
+    bool commutative = true;       // for user ops (asked per call: a freed op's handle may come back)
+    bool supported = false;        // ARShim's kernels compute this op on this type, as the standard defines it
+    vocab::DtypeClass dclass = vocab::DtypeClass::other;  // of a predefined type
+    kernels::Op op = kernels::Op::sum;                     // of a predefined op
+    uint64_t bytes = 0;
+    bool library_bug = false;      // the library computes this (datatype, op) wrong: its reductions use ARShim's op
+};
+
+// Why a call must go to the library whatever the policy says, in the order docs/architecture.md gives (communicator,
+// datatype, op); kServed when one of ARShim's paths may serve it (then the policy decides). Under
+// ARSHIM_REPRODUCIBLE a derived datatype or user op is counted as not_reproducible (no path can sum it in rank order).
+constexpr vocab::Reason unservable(const Traits& t) {
+    using vocab::Reason;
+    if (t.intercommunicator) return Reason::intercommunicator;
+    if (t.comm_size == 1) return Reason::single_rank;
+    if (t.count == 0) return Reason::zero_count;
+    if (!t.predefined_type) return Reason::derived_datatype;
+    if (t.user_op) return t.commutative ? Reason::user_op : Reason::noncommutative_op;
+    if (!t.supported) return Reason::unsupported_op_type;
+    return vocab::kServed;
+}
+
+vocab::Reason unservable(const Traits& t, const Settings& s);
+
+// A route whose reason is fixed by (communicator, predefined datatype, predefined op, size bucket) may be replayed:
+// the next such call skips classification. Derived datatypes and user ops are never replayed (their handles may
+// change meaning when freed and reused), nor are calls that hit a known library bug (the replay would hand the library
+// the predefined op).
+constexpr bool replayable(const Traits& t) { return t.predefined_type && !t.user_op && !t.library_bug; }
+
+// ARSHIM_REPRODUCIBLE covers the call: a floating-point SUM or PROD, which the reproducible path sums in rank order
+// whatever the policy or ARSHIM_PATH say, warm communicator or not.
+constexpr bool in_rank_order(const Traits& t, const Settings& s) {
+    return s.reproducible != ReproducibleMode::off && t.dclass == vocab::DtypeClass::floating &&
+           (t.op == kernels::Op::sum || t.op == kernels::Op::prod);
+}
+
+// A floating-point SUM or PROD: its bits depend on the order of the reduction, which differs between paths.
+constexpr bool order_sensitive(const Traits& t) {
+    return t.dclass == vocab::DtypeClass::floating && (t.op == kernels::Op::sum || t.op == kernels::Op::prod);
+}
+
+// Where a servable call goes.
+struct Route {
+    bool library = true;                        // the library's allreduce runs it, with `reason`
+    vocab::Reason reason = vocab::Reason::policy;
+    policy::Decision decision;                  // the path that runs it (when !library), with its parameters
+    int candidate = -1;   // online tuning tries candidate `candidate` with this call: time it and report it
+    bool verify = false;  // verify mode checks this call against the library's result
+    bool replayable = false;  // the next call with the same key may take this route without routing
+};
+
+// The route of a servable call (unservable() said kServed). `warm`: the communicator's layout is known (a cold one's
+// calls go to the library); `policy_decision`: the policy's for the key (nullptr when cold); `book`: the key's (may be
+// nullptr when neither tuning nor verify mode can apply: then it is not needed); `facts`: the tuner's view of the key.
+// Updates the book (verify count, tuning state): call it once per call, in call order, on every rank alike.
+Route choose(const Traits& t, const Settings& s, bool warm, const policy::Decision* policy_decision, KeyBook* book,
+             const policy::tune::KeyFacts& facts);
+
+// Whether choose() needs the key's book for this decision: online tuning may explore it, or verify mode is on.
+bool needs_book(const Settings& s, const policy::Decision& policy_decision);
+
+// This thread's last replayable native call. Handles as integers, zero when empty. Valid while no communicator
+// context was freed since (the generation: a freed communicator's handle may be reused for a new one; generations
+// start at 1, so an empty memo never matches).
+struct Memo {
+    uintptr_t comm = 0, datatype = 0, op = 0;
+    uint64_t generation = 0;
+    uint32_t element_size = 0;
+    uint32_t bucket = 0;
+
+    // Whether a call with these arguments takes the remembered route. `aliased`: sendbuf == recvbuf without
+    // MPI_IN_PLACE (an error the library must report, never replayed).
+    bool matches(uintptr_t c, uintptr_t d, uintptr_t o, uint64_t current_generation, int64_t count,
+                 bool aliased) const {
+        return generation == current_generation && comm == c && datatype == d && op == o && count >= 0 &&
+               !aliased && vocab::bucket_of(static_cast<uint64_t>(count) * element_size) == bucket;
+    }
+};
+
+}  // namespace arshim::route
