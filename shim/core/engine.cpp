@@ -30,6 +30,14 @@ namespace arshim::engine {
 
 namespace {
 
+// The library's allreduce, inlined into the fast path (run_native, below, for everyone else).
+inline int library_allreduce(const CallArgs& args, MPI_Op op) {
+#if MPI_VERSION >= 4
+    if (args.large_count) return PMPI_Allreduce_c(args.sendbuf, args.recvbuf, args.count, args.datatype, op, args.comm);
+#endif
+    return PMPI_Allreduce(args.sendbuf, args.recvbuf, static_cast<int>(args.count), args.datatype, op, args.comm);
+}
+
 // The run table: one function per path row (policy/path_rows.h), indexed by the path's code.
 using Runner = PathOutcome (*)(const Call&);
 constexpr Runner kRunners[] = {
@@ -54,11 +62,15 @@ struct Routed {
     stats::SharpRun sharp = stats::SharpRun::none;  // how the SHARP path ran it
     bool replayable = false;  // the next call with the same key may replay this route
     uint32_t element_size = 0;
-    MPI_Op library_op = MPI_OP_NULL;  // a known library bug: the library gets ARShim's SIMD op instead
+    // A known library bug: the library gets ARShim's SIMD op instead. (No MPI_OP_NULL default: under Open MPI it is
+    // the address of a symbol in libmpi, which a thread-local cache of Routed values could not be constant-initialized
+    // with, and the hot path would pay a TLS initialization check on every call.)
+    bool library_bug = false;
+    MPI_Op library_op{};
 };
 
 int run_library(const CallArgs& args, const Routed& r) {
-    return r.library_op == MPI_OP_NULL ? run_native(args) : run_native(args, r.library_op);
+    return r.library_bug ? run_native(args, r.library_op) : run_native(args);
 }
 
 Routed native_because(const CallArgs& args, vocab::Reason reason, Routed r) {
@@ -82,38 +94,46 @@ Key key_of(const CallArgs& args) {
 }
 
 // A route this thread took for a key, kept for the next call with the same key: the library's (with the reason to
-// count) or a path's resolution (the context, the kernels, the op handed the library, the decision). `cell`: the
-// key's statistics row, also for guessing whether a served call's turn to be timed has come (a loop's calls share it).
-struct CachedRoute {
+// count) or a path's. `cell`: the key's statistics row, also for guessing whether a served call's turn to be timed has
+// come (a loop's calls share it). One cache line: what the fast path reads.
+struct alignas(64) CachedRoute {
     route::Memo memo;
     stats::Cell* cell = nullptr;
     bool served = false;
     vocab::Reason reason = vocab::kServed;
-    // served and settled (ctx != nullptr): what the path reads
-    CommContext* ctx = nullptr;
-    TypeInfo type{};
-    kernels::Op kop{};
-    kernels::BinaryFn binary = nullptr;
-    kernels::NaryFn nary = nullptr;
-    MPI_Op library_op = MPI_OP_NULL;
-    policy::Decision decision;
-    Routed routed;
 
     bool matches(const Key& k) const {
         return memo.matches(k.comm, k.datatype, k.op, k.generation, k.count, k.aliased);
     }
 };
 
-// This thread's route cache: a few keys, each in the slot its handles hash to, so that a loop alternating between
-// keys (a dot product and a convergence check) replays every one of them.
+// A served route's resolution, beside its cached route (settled: ctx != nullptr): what the path reads.
+struct Resolution {
+    CommContext* ctx = nullptr;
+    TypeInfo type{};
+    kernels::Op kop{};
+    kernels::BinaryFn binary = nullptr;
+    kernels::NaryFn nary = nullptr;
+    MPI_Op library_op{};  // set with ctx (no MPI_OP_NULL: see Routed)
+    policy::Decision decision;
+    Routed routed;
+};
+
+// This thread's route cache. `library`: the last replayable library route, the only entry the fast path reads (one
+// fixed place: its cost is a few compares, as without the cache). `slot`: a few keys of served routes, each in the
+// slot its handles hash to, so that a loop alternating between keys (a dot product and a convergence check) replays
+// every one of them, with their resolutions beside.
 struct RouteCache {
     static constexpr unsigned kSlots = 4;
+    CachedRoute library;
     CachedRoute slot[kSlots];
-    CachedRoute& at(const Key& k) {
-        return slot[vocab::mix64(k.comm ^ (k.datatype << 1) ^ (k.op << 2)) & (kSlots - 1)];
-    }
+    Resolution resolution[kSlots];
+    // The handles' low bits are aligned zeros under Open MPI (addresses) and small indices under MPICH: one shift
+    // and mask spreads both well enough for a handful of keys.
+    static unsigned index(const Key& k) { return static_cast<unsigned>((k.comm ^ k.datatype ^ k.op) >> 4) & (kSlots - 1); }
 };
-// Initial-exec TLS (the library is preloaded): no __tls_get_addr call on the hot path.
+// Initial-exec TLS (the library is preloaded): no __tls_get_addr call on the hot path. Every member is constant-
+// initialized (no MPI handle constants as defaults), so no TLS initialization check either.
 thread_local RouteCache t_routes __attribute__((tls_model("initial-exec")));
 
 // Bytes of a call with a derived datatype (only on the library's route, for the statistics).
@@ -126,13 +146,13 @@ uint64_t derived_bytes(const CallArgs& args) {
 // The MPI_Op a path hands the library for this call: a known library bug's ARShim op, ARShim's SIMD op where the
 // decision says kernel = simd, else the user's.
 MPI_Op library_op_for(const CallArgs& args, kernels::Op kop, const Routed& r, const policy::Decision& d) {
-    if (r.library_op != MPI_OP_NULL) return r.library_op;
+    if (r.library_bug) return r.library_op;
     if (d.kernel == policy::KernelChoice::simd)
         if (const MPI_Op simd = simd_op(kop); simd != MPI_OP_NULL) return simd;
     return args.op;
 }
 
-Routed replay_served(const CallArgs& args, CachedRoute& c) {
+Routed replay_served(const CallArgs& args, Resolution& c) {
     Routed r = c.routed;
     r.bytes = static_cast<uint64_t>(args.count) * c.type.size;
     const Call call{args, *c.ctx, c.type, c.kop, r.bytes, r.bucket, c.binary, c.nary, c.library_op, c.decision};
@@ -160,11 +180,13 @@ bool erroneous(const CallArgs& args) {
 
 // Classifies the call from its handles, asks the router for its route and runs it. Every input of the route depends
 // only on values identical on all ranks of the communicator, so all ranks route alike.
-Routed route_call(const CallArgs& args, const Key& key, CachedRoute& cached, CommContext* ctx) {
-    if (cached.served && cached.ctx != nullptr && (args.count == 0 || (args.sendbuf && args.recvbuf)) &&
+template <typename Context>
+Routed route_call(const CallArgs& args, const Key& key, CachedRoute& cached, Resolution& resolved, Context&& context) {
+    if (cached.served && resolved.ctx != nullptr && (args.count == 0 || (args.sendbuf && args.recvbuf)) &&
         cached.matches(key))
-        return replay_served(args, cached);
+        return replay_served(args, resolved);
     Routed r;
+    CommContext* const ctx = context();
     if (ctx == nullptr || erroneous(args)) {  // (a communicator handle the library rejects has no context)
         r.rc = run_native(args);
         return r;
@@ -196,6 +218,7 @@ Routed route_call(const CallArgs& args, const Key& key, CachedRoute& cached, Com
     if (cls.library_bug >= 0 && rt.avoid_library_bugs) {
         // Right at every size and on every route: wherever the library reduces, it reduces with ARShim's op.
         traits.library_bug = true;
+        r.library_bug = true;
         r.library_op = simd_op(cls.kop);
         bugs::count(cls.library_bug);
     }
@@ -253,32 +276,30 @@ Routed route_call(const CallArgs& args, const Key& key, CachedRoute& cached, Com
     if (r.replayable) {
         cached.memo = {key.comm, key.datatype, key.op, key.generation, r.element_size, r.bucket};
         cached.served = true;
-        cached.ctx = ctx;
-        cached.type = call.type;
-        cached.kop = call.kop;
-        cached.binary = call.binary;
-        cached.nary = call.nary;
-        cached.library_op = call.library_op;
-        cached.decision = route.decision;
-        cached.routed = r;
         cached.cell = nullptr;  // set once the call is counted
+        resolved = {ctx, call.type, call.kop, call.binary, call.nary, call.library_op, route.decision, r};
     }
     return r;
 }
 
 // Remembers how the call went, for the next one with the same key: a replayable library route with its row, or the
 // row of a served call (for the guess whether to read the clock).
-void remember(CachedRoute& c, const Key& key, const Routed& routed, stats::Cell* cell) {
+void remember(RouteCache& cache, const Key& key, const Routed& routed, stats::Cell* cell) {
     if (routed.path == policy::Path::native) {
         if (!routed.replayable) return;
+        CachedRoute& c = cache.library;
         c = CachedRoute{};
         c.memo = {key.comm, key.datatype, key.op, key.generation, routed.element_size, routed.bucket};
         c.reason = routed.reason;
         c.cell = cell;
         return;
     }
+    if (cache.library.matches(key)) cache.library = CachedRoute{};  // never a library replay of a served key
+    const unsigned slot = RouteCache::index(key);
+    CachedRoute& c = cache.slot[slot];
     if (!c.served || !c.matches(key)) {  // served but not replayable: keep its row for the clock's guess only
         c = CachedRoute{};
+        cache.resolution[slot].ctx = nullptr;
         c.memo = {key.comm, key.datatype, key.op, key.generation, routed.element_size, routed.bucket};
         c.served = true;
     }
@@ -286,7 +307,13 @@ void remember(CachedRoute& c, const Key& key, const Routed& routed, stats::Cell*
 }
 
 // Everything but the fast path of allreduce() below: re-entry, disabled, the argument check, routing, statistics.
-[[gnu::noinline]] int allreduce_classified(const CallArgs& args, const Key& key, CachedRoute& cached) {
+[[gnu::noinline]] int allreduce_classified(const CallArgs& args) {
+    const Key key = key_of(args);  // built once per call, here: the fast path only compared the handles
+    RouteCache& cache = t_routes;
+    const unsigned slot = RouteCache::index(key);
+    CachedRoute& library = cache.library;   // the last library route (a replay when it is this key's)
+    CachedRoute& cached = cache.slot[slot];  // this key's served route, when it has one
+    Resolution& resolved = cache.resolution[slot];
     if (ReentryGuard::active()) {
         ++stats::local().reentrant;
         return run_native(args);
@@ -295,11 +322,17 @@ void remember(CachedRoute& c, const Key& key, const Routed& routed, stats::Cell*
     if (rt.disabled) return run_native(args);
 
     ReentryGuard guard;
-    CommContext* ctx = erroneous(args) ? nullptr : CommContext::get(args.comm);
+    // The communicator's context, looked up once and only when needed: a replayed route does not need it.
+    CommContext* ctx = nullptr;
+    bool looked_up = false;
+    auto context = [&]() {
+        if (!looked_up) ctx = erroneous(args) ? nullptr : CommContext::get(args.comm), looked_up = true;
+        return ctx;
+    };
     // ARSHIM_CHECK_ARGS (and verify mode): all ranks passed the same arguments, or every rank returns an error.
     if (rt.settings.check_args) {
         int rc = MPI_SUCCESS;
-        if (!argcheck::agree(args, ctx, ctx != nullptr && ctx->warm(), &rc)) return rc;
+        if (!argcheck::agree(args, context(), context() != nullptr && context()->warm(), &rc)) return rc;
     }
     // Statistics: per-path and per-reason counts always (the query API); when a log or summary will report times,
     // the clock pair (TSC) on the calls whose turn it is (ARSHIM_STATS_SAMPLE), and their call site when a log will
@@ -307,20 +340,20 @@ void remember(CachedRoute& c, const Key& key, const Routed& routed, stats::Cell*
     const uint8_t flags = stats::g_flags.load(std::memory_order_relaxed);
     if (!(flags & stats::kCollect)) {
         ++stats::local().paused;
-        if (!cached.served && cached.matches(key)) return run_native(args);
-        const Routed routed = route_call(args, key, cached, ctx);
+        if (library.matches(key)) return run_native(args);
+        const Routed routed = route_call(args, key, cached, resolved, context);
         // Remembered without a cell: a paused call counts nothing, and the next counted call classifies again.
-        remember(cached, key, routed, nullptr);
+        remember(cache, key, routed, nullptr);
         return routed.rc;
     }
     const bool timed = flags & stats::kTimed;
     // The timed replay (an untimed one, or one whose turn to be timed has not come, took the fast path in
     // allreduce() unless every call must be classified): same route and row, no classification.
-    if (timed && cached.cell != nullptr && !cached.served && cached.matches(key)) {
-        stats::Cell& cell = *cached.cell;
-        const uint64_t bytes = static_cast<uint64_t>(args.count) * cached.memo.element_size;
+    if (timed && library.cell != nullptr && library.matches(key)) {
+        stats::Cell& cell = *library.cell;
+        const uint64_t bytes = static_cast<uint64_t>(args.count) * library.memo.element_size;
         stats::ThreadCounters& counters = stats::local();
-        if (cached.reason != vocab::kServed) ++counters.reasons[static_cast<std::size_t>(cached.reason)];
+        if (library.reason != vocab::kServed) ++counters.reasons[static_cast<std::size_t>(library.reason)];
         if (!cell.due()) {
             cell.pass(bytes, true);
             return run_native(args);
@@ -338,7 +371,7 @@ void remember(CachedRoute& c, const Key& key, const Routed& routed, stats::Cell*
     const bool unclocked = timed && cached.served && cached.cell != nullptr && !cached.cell->due() && cached.matches(key);
     const bool clocked = timed && !unclocked;
     const uint64_t start = clocked ? stats::ticks() : 0;
-    const Routed routed = route_call(args, key, cached, ctx);
+    const Routed routed = route_call(args, key, cached, resolved, context);
     const auto elapsed = clocked ? static_cast<double>(stats::ticks() - start) : 0.0;  // ticks, seconds at finalize
     stats::ThreadCounters& counters = stats::local();
     const stats::Recorded recorded =
@@ -347,7 +380,7 @@ void remember(CachedRoute& c, const Key& key, const Routed& routed, stats::Cell*
                                  clocked, unclocked});
     if ((flags & stats::kCallsites) && recorded.weight > 0)
         callsites::record(counters, args.caller, {routed.bytes, elapsed, recorded.weight});
-    if (recorded.cell != nullptr) remember(cached, key, routed, recorded.cell);
+    if (recorded.cell != nullptr) remember(cache, key, routed, recorded.cell);
     return routed.rc;
 }
 
@@ -357,26 +390,28 @@ int allreduce(const CallArgs& args) {
     // Fast path, kept small so that a library-routed call pays only for it: counted, not paused, not re-entrant, not
     // timed (no log or summary wants times, or it is not this row's turn: ARSHIM_STATS_SAMPLE), and the same
     // communicator, datatype, op and size bucket as a replayable library route this thread cached. A cached route's
-    // cell is set only after the runtime was ready and not disabled.
-    const Key key = key_of(args);
-    CachedRoute& cached = t_routes.at(key);
+    // cell is set only after the runtime was ready and not disabled. The handles are compared as they come; the
+    // route key is built only when the call goes further.
+    const CachedRoute& cached = t_routes.library;
     const uint8_t flags = stats::g_flags.load(std::memory_order_relaxed);
     if ((flags & ~(stats::kTimed | stats::kCallsites)) == stats::kCollect && !ReentryGuard::active() &&
-        cached.cell != nullptr && !cached.served && cached.matches(key)) {
+        cached.cell != nullptr &&
+        cached.memo.matches(handle_bits(args.comm), handle_bits(args.datatype), handle_bits(args.op),
+                            CommContext::generation(), static_cast<int64_t>(args.count), args.sendbuf == args.recvbuf)) {
         stats::Cell& cell = *cached.cell;
         const bool timed = flags & stats::kTimed;
         if (!timed || !cell.due()) {
             int rc;
             {
                 ReentryGuard guard;
-                rc = run_native(args);
+                rc = library_allreduce(args, args.op);
             }
             cell.pass(static_cast<uint64_t>(args.count) * cached.memo.element_size, timed);
             if (cached.reason != vocab::kServed) ++stats::local().reasons[static_cast<std::size_t>(cached.reason)];
             return rc;
         }
     }
-    return allreduce_classified(args, key, cached);
+    return allreduce_classified(args);
 }
 
 }  // namespace arshim::engine
@@ -385,11 +420,6 @@ namespace arshim {
 
 int run_native(const CallArgs& args) { return run_native(args, args.op); }
 
-int run_native(const CallArgs& args, MPI_Op op) {
-#if MPI_VERSION >= 4
-    if (args.large_count) return PMPI_Allreduce_c(args.sendbuf, args.recvbuf, args.count, args.datatype, op, args.comm);
-#endif
-    return PMPI_Allreduce(args.sendbuf, args.recvbuf, static_cast<int>(args.count), args.datatype, op, args.comm);
-}
+int run_native(const CallArgs& args, MPI_Op op) { return engine::library_allreduce(args, op); }
 
 }  // namespace arshim
