@@ -124,6 +124,10 @@ const std::array<OptionSpec, kOptionCount> kOptions = {{
     {OptionId::stats_follow_symlinks, "ARSHIM_STATS_FOLLOW_SYMLINKS", OptionType::flag, "0", nullptr, 0, 1,
      "1 writes the statistics log through a symbolic link at its path; 0 refuses (docs/stats.md, 'Where the log "
      "goes')."},
+    {OptionId::trace, "ARSHIM_TRACE", OptionType::text, "", nullptr, 0, 0,
+     "Write what ARShim decided, one JSON object per line, as it happens (settings, configuration problems, the "
+     "tuning cache, each key's route, tuning decisions, mismatches); %r = rank (one file per rank), else rank 0 only; "
+     "empty = off (docs/stats.md \"The trace\")."},
     {OptionId::init_timeout, "ARSHIM_INIT_TIMEOUT", OptionType::integer, "30", nullptr, 1, 3600,
      "Seconds the ranks wait at MPI_Init to learn that every rank loaded the same ARShim; otherwise ARShim is "
      "disabled on every rank. Read from each rank's own environment."},

@@ -51,6 +51,7 @@ enum class OptionId : uint8_t {
     stats_sample,
     stats_per_rank,
     stats_follow_symlinks,
+    trace,
     init_timeout,
     sharp,
     sharp_lib,

@@ -10,6 +10,7 @@
 #include "shim/base/mpi_util.h"
 #include "shim/core/runtime.h"
 #include "shim/stats/counters.h"
+#include "shim/stats/trace.h"
 
 namespace arshim {
 
@@ -237,6 +238,13 @@ const policy::Decision& CommContext::decide(uint64_t bytes, uint32_t bucket, MPI
     facts.reproducible = reproducible;
     policy::Decision& decision = cached != nullptr ? *cached : uncached_;
     decision = policy->decide(facts);
+    if (cached != nullptr && trace::on())
+        trace::event("decision", {{"communicator", stats_id}, {"comm_size", size}, {"nodes", node_count},
+                                  {"ppn_min", ppn_min}, {"ppn_max", ppn_max}, {"bytes", bytes},
+                                  {"bucket", bucket}, {"datatype", datatype_name(datatype)},
+                                  {"class", vocab::dtype_class_name(type.dclass)}, {"op", mpi_op_name(op)},
+                                  {"library_bug", library_bug}, {"reproducible", reproducible},
+                                  {"decision", trace::decision(decision)}, {"rule", policy->describe_rule(decision.rule)}});
     if (cached != nullptr && log::enabled(log::Level::debug))
         log::debug("decision: comm size {}, {} B of {} with {}{}: {} (rule {})", size, bytes, datatype_name(datatype),
                    mpi_op_name(op), library_bug ? " (a known library bug)" : "",

@@ -32,6 +32,7 @@
 #include "shim/stats/callsites.h"
 #include "shim/stats/counters.h"
 #include "shim/stats/report.h"
+#include "shim/stats/trace.h"
 #include "shim/modes/online.h"
 
 extern char** environ;
@@ -133,10 +134,24 @@ int finalize_callback(MPI_Comm, int, void*, void*) {
     stats::finalize_report(facts);
     if (rt.world_rank == 0 || !rt.config_agreed) {
         const tune::CacheWrite cache = tune::write_cache(rt.config, rt.mpi_version, rt.tune_cache_refused);
+        if (!rt.config.text(OptionId::tune_cache).empty())
+            trace::event("cache", {{"stage", "write"}, {"written", cache.written}, {"target", cache.target},
+                                   {"rules", cache.rules}, {"dropped", cache.dropped}, {"notes", cache.notes},
+                                   {"problem", cache.problem}});
         for (const std::string& note : cache.notes) log::info("{}", note);
         if (!cache.problem.empty()) log::warn("{}", cache.problem);
     }
     report_phase_times(rt.world_rank);
+    if (trace::on()) {
+        const stats::PathTotals totals = stats::path_totals();
+        trace::json calls = trace::json::object(), reasons = trace::json::object();
+        for (std::size_t p = 0; p < vocab::kPathCount; ++p)
+            calls[vocab::kPathNames[p]] = totals.calls[p];
+        for (std::size_t r = 0; r < vocab::kReasonCount; ++r)
+            if (totals.reasons[r] > 0) reasons[vocab::kReasonNames[r]] = totals.reasons[r];
+        trace::event("end", {{"calls", calls}, {"library_reasons", reasons}});
+        trace::stop();
+    }
     // Kept windows first (token order), then the live contexts' (creation order), whose offers are refused now:
     // the same order on every rank (shim/paths/window_pool.h).
     window_pool::release_all();
@@ -219,6 +234,10 @@ void initialize(bool collective) {
     rt->config = Config::from_pairs(pairs, &problems);
     rt->settings = Settings::from(rt->config);
     log::configure(level_from(rt->config), rt->world_rank);
+    if (const std::string trace_problem = trace::start(rt->config.text(OptionId::trace), rt->world_rank,
+                                                        rt->config.flag(OptionId::stats_follow_symlinks));
+        !trace_problem.empty())
+        problems.push_back(trace_problem);
     rt->disabled = rt->config.flag(OptionId::disable);
 
     char version[MPI_MAX_LIBRARY_VERSION_STRING] = {};
@@ -267,6 +286,9 @@ void initialize(bool collective) {
             bool warn = false;
             cache_text = tune::read_cache(rt->config, rt->mpi_version, &note, &warn);
             rt->tune_cache_refused = warn;
+            if (!rt->config.text(OptionId::tune_cache).empty())
+                trace::event("cache", {{"stage", "read"}, {"path", rt->config.text(OptionId::tune_cache)},
+                                       {"used", !cache_text.empty()}, {"left_untouched", warn}, {"note", note}});
             if (warn) problems.push_back(note);
             else if (!note.empty()) log::info("{}", note);
         }
@@ -281,7 +303,10 @@ void initialize(bool collective) {
         set_wait_policy(*rt, collective);
     }
 
-    for (const std::string& problem : problems) report_config_problem(*rt, problem);
+    for (const std::string& problem : problems) {
+        report_config_problem(*rt, problem);
+        trace::event("config_problem", {{"message", problem}});
+    }
     if (rt->config.flag(OptionId::strict)) abort_if_any_problem(!problems.empty(), collective);
     // The SHARP library is loaded now, not on the first sharp-routed call, so that a missing library under
     // ARSHIM_SHARP=on is reported once at start (shim/sharp/lib.h); off never loads it, auto only when a call can be
@@ -289,6 +314,14 @@ void initialize(bool collective) {
     if (!rt->disabled) load_sharp(*rt, collective);
 
     if (!rt->disabled) install_finalize_hook();
+    if (trace::on()) {
+        trace::json settings = trace::json::object();
+        for (const auto& [name, value] : rt->config.pairs()) settings[name] = value;
+        trace::event("start", {{"arshim", ARSHIM_VERSION}, {"flavor", mpi_flavor()}, {"library", rt->mpi_version},
+                               {"ranks", rt->world_size}, {"settings_agreed", collective}, {"disabled", rt->disabled},
+                               {"policy_source", rt->policy ? rt->policy->source() : std::string("none")},
+                               {"settings", settings}});
+    }
     rt->init_time = PMPI_Wtime();
 
     if (rt->world_rank == 0 && log::enabled(log::Level::info)) {

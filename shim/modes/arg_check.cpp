@@ -12,6 +12,7 @@
 #include "shim/base/mpi_util.h"
 #include "shim/paths/paths.h"
 #include "shim/stats/callsites.h"
+#include "shim/stats/trace.h"
 
 namespace arshim::argcheck {
 
@@ -240,6 +241,10 @@ bool agree(const CallArgs& args, PathContext* ctx, bool laid_out, int* rc) {
     if (extremes[0] == ~extremes[1]) return true;
 
     g_mismatched.fetch_add(1, std::memory_order_relaxed);
+    if (trace::on())
+        trace::event("argument_mismatch", {{"communicator", ctx->stats_id}, {"count", mine.count},
+                                           {"datatype", datatype_name(args.datatype)}, {"op", mpi_op_name(args.op)},
+                                           {"in_place", args.sendbuf == MPI_IN_PLACE}});
     report(args, mine, ctx->rank, ctx->size);
     if (ctx->settings->strict) abort_after_logging(args.comm);
     // A fatal handler ends the job from the first rank that calls it, and the launcher drops lines it has not

@@ -12,6 +12,7 @@
 #include "shim/base/mpi_types.h"
 #include "shim/modes/cache_file.h"
 #include "shim/modes/schedule.h"
+#include "shim/stats/trace.h"
 
 // Tests only (test/verify/kernel_fault.cpp, never installed): skews this rank's measured times, so that the tests
 // can show every rank deciding alike when the ranks see different timings, and make one leader count or one segment
@@ -150,7 +151,7 @@ void report(PathContext& ctx, KeyBook& book, int c, double seconds, bool decline
     if (!policy::same_action(t.candidate[v], refined ? t.first[0] : t.candidate[0]))
         g_changed.fetch_add(1, std::memory_order_relaxed);
 
-    if (ctx.rank != 0) return;
+    if (ctx.rank != 0 && !trace::on()) return;
     Record rec;
     rec.bucket = bucket;
     rec.ppn = static_cast<uint32_t>(ctx.ppn_max);
@@ -172,6 +173,14 @@ void report(PathContext& ctx, KeyBook& book, int c, double seconds, bool decline
         std::copy(t.first_median, t.first_median + kMaxCandidates, rec.first_median);
         std::copy(t.first_spread, t.first_spread + kMaxCandidates, rec.first_spread);
     }
+    // The trace has every rank's decision (tests compare them); the statistics log and the cache rank 0's.
+    if (trace::on()) {
+        trace::json fields = trace::tuning(learned_from(rec));
+        fields["communicator"] = ctx.stats_id;
+        fields["mode"] = policy::tune::kModeNames[static_cast<std::size_t>(ctx.settings->tune)];
+        trace::event("tuned", fields);
+    }
+    if (ctx.rank != 0) return;
     const uint32_t slot = g_records_claimed.fetch_add(1, std::memory_order_relaxed);
     if (slot < kMaxLearned) {
         g_records[slot] = rec;
@@ -269,6 +278,10 @@ CacheWrite write_cache(const Config& config, const std::string& library, bool re
     limits.max_bytes = cache_max_bytes(config);
     const cache::Outcome outcome = cache::update(path, this_origin(library), learned_rules, limits,
                                                  config.flag(OptionId::stats_follow_symlinks), utc_now());
+    out.written = outcome.written;
+    out.target = outcome.target;
+    out.rules = outcome.rules;
+    out.dropped = outcome.dropped;
     out.notes = outcome.notes;
     out.problem = outcome.problem;
     return out;

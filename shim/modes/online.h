@@ -49,6 +49,9 @@ std::string candidates_text(const Learned& l);
 // file, under a lock. Notes: one line each (where the cache went, rules dropped to stay within the reader's limits);
 // problem: one line when nothing could be written.
 struct CacheWrite {
+    bool written = false;
+    std::string target;  // the file written
+    std::size_t rules = 0, dropped = 0;
     std::vector<std::string> notes;
     std::string problem;
 };

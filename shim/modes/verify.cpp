@@ -9,6 +9,7 @@
 #include "shim/base/log.h"
 #include "shim/base/mpi_types.h"
 #include "shim/base/mpi_util.h"
+#include "shim/stats/trace.h"
 #include "shim/paths/path_context.h"
 #include "shim/stats/callsites.h"
 
@@ -106,6 +107,12 @@ void Check::finish(const Call& call, int rc, KeyBook& book, bool library_bug) {
     if (verdict.unordered) g_unordered.fetch_add(verdict.unordered, std::memory_order_relaxed);
     raise_worst(verdict.worst_relative);
     if (differs) (library_bug ? g_library_bug_differences : g_mismatches).fetch_add(1, std::memory_order_relaxed);
+    if (lowest >= 0 && trace::on())
+        trace::event("verify_difference",
+                     {{"communicator", call.ctx.stats_id}, {"datatype", datatype_name(args.datatype)},
+                      {"op", mpi_op_name(args.op)}, {"count", count}, {"path", vocab::path_name(call.decision.path())},
+                      {"differs_here", differs}, {"first_element", differs ? static_cast<int64_t>(verdict.first) : -1},
+                      {"lowest_rank", lowest}, {"highest_rank", highest}, {"library_bug", library_bug}});
     if (lowest < 0) return;
 
     const bool first_for_key = !book.mismatch_reported;

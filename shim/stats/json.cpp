@@ -19,6 +19,7 @@
 #include "kernels/kernels.h"
 #include "shim/stats/report.h"
 #include "policy/decision.h"
+#include "shim/stats/trace.h"
 
 namespace arshim::stats {
 
@@ -91,38 +92,6 @@ json command_line() {
     std::string arg;
     while (std::getline(in, arg, '\0')) args.push_back(arg);
     return args;
-}
-
-// A decision as data: its path, the op it hands MPI where the path hands one, its parameters by their policy keys;
-// and its text form, as describe_decision() and the policy file spell it.
-json decision_json(const policy::Decision& d) {
-    json params = json::object();
-    policy::for_each_key(d, [&](const policy::KeyView& k) {
-        if (!k.shown) return;
-        if (k.kind == policy::KeyKind::choice) params[k.name] = k.words->words[k.value];
-        else params[k.name] = k.value;
-    });
-    json out{{"path", policy::path_name(d.path())}, {"params", params}, {"text", policy::describe_decision(d)}};
-    if (policy::traits_of(d.path()).hands_ops_to_library) out["kernel"] = policy::kernel_choice_name(d.kernel);
-    return out;
-}
-
-// One decision of online tuning: its key, the choice and the policy's as text (for readers of the log) and as data
-// (for programs), and every candidate's agreed figures.
-json tuning_json(const TuningRecord& l) {
-    json candidates = json::array();
-    for (const TunedCandidate& c : l.candidates) {
-        json row{{"decision", decision_json(c.decision)}, {"stage", c.stage}, {"declined", c.declined}};
-        if (!c.declined) row["median_us"] = c.median_us, row["spread_us"] = c.spread_us;
-        candidates.push_back(row);
-    }
-    return json{{"communicator_size", l.comm_size}, {"nodes", l.nodes}, {"ppn", l.ppn},
-                {"bytes_min", vocab::bucket_floor(l.bucket)}, {"bytes_max", vocab::bucket_ceiling(l.bucket)},
-                {"datatype", vocab::dtype_class_name(l.dclass)}, {"op", vocab::op_name(l.op)},
-                {"policy", policy::describe_decision(l.policy_choice)}, {"chosen", policy::describe_decision(l.chosen)},
-                {"policy_decision", decision_json(l.policy_choice)}, {"chosen_decision", decision_json(l.chosen)},
-                {"chosen_us", l.chosen_us}, {"policy_us", l.policy_us}, {"native_us", l.native_us},
-                {"candidates", candidates}};
 }
 
 json run_metadata(const Report& r) {
@@ -283,7 +252,7 @@ std::string to_json(const Report& r) {
     doc["argument_check"] = argument_check;
     tuning["mode"] = r.run->config.text(OptionId::tune);
     json learned = json::array();  // rank 0's communicators
-    for (const TuningRecord& l : r.run->tuning) learned.push_back(tuning_json(l));
+    for (const TuningRecord& l : r.run->tuning) learned.push_back(trace::tuning(l));
     tuning["decided"] = learned;
     doc["tuning"] = tuning;
 

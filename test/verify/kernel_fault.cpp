@@ -13,6 +13,9 @@
 // Two more hooks for the online-tuning tests (test/tune/):
 //   ARSHIMTEST_TUNE_SKEW_RANK=r   world rank r sees every library allreduce 100x faster than it was (the ranks see
 //                                 different timings: they must still decide alike);
+//   ARSHIMTEST_TUNE_SLOW_NATIVE=1 every rank sees the library's allreduce 100 ms slower (and SLOW_LEADERS=L,
+//                                 SLOW_SEGMENTS=B the multi-leader path with L leaders, the pipelined path with B-byte
+//                                 segments): online tuning can be made to decide either way;
 //   ARSHIMTEST_FAIL_SHM=1         every node shared-memory window fails to build (paths that need one decline).
 #include <cstddef>
 #include <cstdint>
@@ -93,7 +96,10 @@ extern "C" __attribute__((visibility("hidden"))) double arshim_test_skew_tune_ti
     // ARSHIMTEST_TUNE_SKEW_RANK=R: rank R sees the library 100x faster than it is (the other ranks do not);
     // ARSHIMTEST_TUNE_SLOW_LEADERS=L: every rank sees the multi-leader path with L leaders take 100 ms longer (added,
     // not multiplied: a factor would multiply the spread of its samples as well, which a loaded machine makes wide);
-    // ARSHIMTEST_TUNE_SLOW_SEGMENTS=B: every rank sees the pipelined path with B-byte segments take 100 ms longer.
+    // ARSHIMTEST_TUNE_SLOW_SEGMENTS=B: every rank sees the pipelined path with B-byte segments take 100 ms longer;
+    // ARSHIMTEST_TUNE_SLOW_NATIVE=1: every rank sees the library's allreduce take 100 ms longer (with SLOW_LEADERS,
+    // the same job can be made to decide either way: test/reproducible/test_same_bits.py).
+    static const bool slow_native = std::getenv("ARSHIMTEST_TUNE_SLOW_NATIVE") != nullptr;
     static const int skewed = [] {
         const char* rank = std::getenv("ARSHIMTEST_TUNE_SKEW_RANK");
         return rank != nullptr ? std::atoi(rank) : -1;
@@ -107,6 +113,7 @@ extern "C" __attribute__((visibility("hidden"))) double arshim_test_skew_tune_ti
         return b != nullptr ? std::strtoull(b, nullptr, 10) : 0ULL;
     }();
     if (leaders > 0 && leaders == slow_leaders) return seconds + 0.1;
+    if (native && slow_native) return seconds + 0.1;
     if (segment_bytes > 0 && segment_bytes == slow_segments) return seconds + 0.1;
     return world_rank == skewed && native ? seconds / 100 : seconds;
 }

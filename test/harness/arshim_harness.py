@@ -1,0 +1,108 @@
+"""The MPI test harness: runs an MPI program under one flavor with ARShim preloaded (or not), and hands the test what
+the run produced as data: the exit status, the output, the statistics log (parsed and validated against its JSON
+schema), and every rank's trace (ARSHIM_TRACE: what ARShim decided, one JSON object per line). Tests assert on those,
+not on the wording of log lines (docs/architecture.md; test/README.md "The MPI harness").
+
+Used by the pytest files under test/ (through conftest.py, which makes a Harness from the command line meson gives).
+"""
+import dataclasses
+import glob
+import json
+import os
+import subprocess
+import tempfile
+
+import jsonschema  # python3-jsonschema
+
+SOURCE = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
+SCHEMA_FILE = os.path.join(SOURCE, "tools", "report", "arshim-stats-1.schema.json")
+MPIRUN_SH = os.path.join(SOURCE, "test", "mpi", "mpirun.sh")
+
+
+@dataclasses.dataclass
+class Run:
+    """One MPI run: what it printed and left behind."""
+    command: list
+    returncode: int
+    output: str                 # stdout and stderr, interleaved as the launcher gave them
+    stats: dict = None          # the statistics log (ARSHIM_STATS), validated; None when not asked for
+    traces: dict = None         # world rank -> [events]; each event a dict with "event" and "rank"
+
+    def events(self, name, rank=None):
+        """Every trace event called `name` (of one rank, or of all ranks in rank order)."""
+        ranks = [rank] if rank is not None else sorted(self.traces or {})
+        return [e for r in ranks for e in (self.traces or {}).get(r, []) if e.get("event") == name]
+
+    def describe(self):
+        """For assertion messages: the command, the exit status and the output's tail."""
+        return f"$ {' '.join(self.command)}\nexit {self.returncode}\n{self.output[-4000:]}"
+
+
+class Harness:
+    """Knows the build: the shim libraries, the test programs, the yield helper. One per pytest session."""
+
+    def __init__(self, build, flavor):
+        self.build = os.path.realpath(build)
+        self.flavor = flavor
+        self.yield_lib = os.path.join(self.build, "test", "libarshim-test-yield.so")
+        with open(SCHEMA_FILE) as f:
+            self.schema = json.load(f)
+
+    def shim(self, variant=""):
+        """The preload library of this flavor (variant "faulty": the test-only library with fault hooks)."""
+        if variant == "faulty":
+            return os.path.join(self.build, "test", "verify", f"libarshim-faulty-{self.flavor}.so")
+        return os.path.join(self.build, "shim", f"libarshim-{self.flavor}.so")
+
+    def program(self, relative):
+        """A test program of this flavor: relative to the build directory, "-<flavor>" appended."""
+        return os.path.join(self.build, f"{relative}-{self.flavor}")
+
+    def run(self, np, program, args=(), env=None, shim=True, stats=False, trace=True, timeout=240, directory=None):
+        """Runs `program` on `np` ranks. `env`: ARSHIM_* and other variables for every rank. `stats`: ask for the
+        statistics log and return it parsed and validated. `trace`: ask for every rank's trace. `shim`: True (this
+        flavor's library), False (none), or a path."""
+        env = dict(env or {})
+        directory = directory or tempfile.mkdtemp(prefix="arshim-harness-")
+        stats_path = os.path.join(directory, "stats.json")
+        if stats:
+            env.setdefault("ARSHIM_STATS", stats_path)
+            env.setdefault("ARSHIM_STATS_SUMMARY", "0")
+        if trace and shim:
+            env.setdefault("ARSHIM_TRACE", os.path.join(directory, "trace-%r.jsonl"))
+        library = "none" if not shim else shim if isinstance(shim, str) else self.shim()
+        command = [MPIRUN_SH, self.flavor, str(np), library] + [f"{k}={v}" for k, v in env.items()] + \
+                  ["--", program] + [str(a) for a in args]
+        launch_env = dict(os.environ)
+        for name in list(launch_env):
+            if name.startswith("ARSHIM_"):
+                del launch_env[name]  # only what the test asks for reaches the ranks
+        launch_env["ARSHIM_TEST_YIELD_LIB"] = self.yield_lib
+        launch_env["ARSHIM_TEST_TIMEOUT"] = str(timeout)
+        proc = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              errors="replace", env=launch_env, timeout=timeout + 30)
+        run = Run(command, proc.returncode, proc.stdout)
+        if stats and os.path.exists(env["ARSHIM_STATS"]):
+            with open(env["ARSHIM_STATS"]) as f:
+                run.stats = json.load(f)
+            jsonschema.validate(run.stats, self.schema)
+        if trace and shim:
+            run.traces = read_traces(os.path.join(directory, "trace-*.jsonl"))
+        return run
+
+
+def read_traces(pattern):
+    """world rank -> that rank's events, from files named by ARSHIM_TRACE with %r."""
+    traces = {}
+    for path in glob.glob(pattern):
+        with open(path, errors="replace") as f:
+            lines = [json.loads(line) for line in f if line.strip()]
+        if not lines or lines[0].get("trace") != "arshim-trace/1":
+            raise AssertionError(f"{path}: not an ARShim trace")
+        traces[lines[0]["rank"]] = lines[1:]
+    return traces
+
+
+def decision_key(event):
+    """What identifies a key's decision across ranks: its communicator, size range, datatype class and op."""
+    return (event.get("communicator"), event.get("bytes_min", event.get("bucket")), event.get("datatype"), event.get("op"))
