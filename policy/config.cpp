@@ -128,6 +128,11 @@ const std::array<OptionSpec, kOptionCount> kOptions = {{
      "Write what ARShim decided, one JSON object per line, as it happens (settings, configuration problems, the "
      "tuning cache, each key's route, tuning decisions, mismatches); %r = rank (one file per rank), else rank 0 only; "
      "empty = off (docs/stats.md \"The trace\")."},
+    {OptionId::device_check, "ARSHIM_DEVICE_CHECK", OptionType::choice, "auto", "auto|off", 0, 0,
+     "Device (GPU) buffers: auto classifies each served call's buffers through the CUDA, ROCm or Level Zero runtime "
+     "when some rank had one loaded at MPI_Init, and sends calls with any device buffer to the library "
+     "(device_memory); off never classifies (only for jobs that pass host buffers alone to MPI_Allreduce: a device "
+     "buffer would then crash). docs/device.md."},
     {OptionId::init_timeout, "ARSHIM_INIT_TIMEOUT", OptionType::integer, "30", nullptr, 1, 3600,
      "Seconds the ranks wait at MPI_Init to learn that every rank loaded the same ARShim; otherwise ARShim is "
      "disabled on every rank. Read from each rank's own environment."},

@@ -52,6 +52,7 @@ enum class OptionId : uint8_t {
     stats_per_rank,
     stats_follow_symlinks,
     trace,
+    device_check,
     init_timeout,
     sharp,
     sharp_lib,

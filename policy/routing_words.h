@@ -50,6 +50,7 @@ enum class Reason : uint8_t {
     not_reproducible,   // ARSHIM_REPRODUCIBLE: a derived datatype or user op, which no path can sum in rank order
     tuned,              // ARSHIM_TUNE measured the library's allreduce as the faster (or was trying it)
     comm_limit,         // ARSHIM_MAX_COMMS communicators hold ARShim's windows and communicators already
+    device_memory,      // a rank's send or receive buffer is GPU memory (shim/base/device.h): the library reduces it
     count
 };
 constexpr std::size_t kReasonCount = count_of<Reason>();
@@ -58,7 +59,7 @@ inline constexpr const char* kReasonNames[] = {
     "policy",           "zero_count",          "single_rank",       "one_rank_per_node", "derived_datatype",
     "user_op",          "noncommutative_op",   "unsupported_op_type", "intercommunicator", "path_unavailable",
     "nonuniform_ppn",   "buffer_too_large",    "shm_unavailable",   "sharp_unavailable", "cold_communicator",
-    "not_reproducible", "tuned",             "comm_limit",        "served"};
+    "not_reproducible", "tuned",             "comm_limit",        "device_memory",     "served"};
 static_assert(std::size(kReasonNames) == kReasonCount + 1, "one name per reason, then 'served'");
 constexpr const char* reason_name(Reason reason) { return name_of(kReasonNames, reason); }
 

@@ -6,6 +6,7 @@
 
 #include "shim/core/layout.h"
 #include "shim/core/world_nodes.h"
+#include "shim/base/device.h"
 #include "shim/base/log.h"
 #include "shim/base/mpi_util.h"
 #include "shim/core/runtime.h"
@@ -115,6 +116,9 @@ void CommContext::build_local(MPI_Comm user_comm) {
     // The members' world ranks: for the statistics id and the layout (released once the layout is computed).
     members_in_world_ = world_ranks_of(user_comm, &world_ranks_);
     stats_id = stats_shape_id(user_comm, inter, world_ranks_);
+    // The world's agreement (shim/core/runtime.cpp); a communicator whose layout is computed collectively agrees
+    // again then (compute_layout), for members of another world or settings read alone.
+    device_check = device::g_job_has_runtime;
     warm_ = true;
     if (inter) return;  // intercommunicators always go native; nothing collective is done for them
 
@@ -177,6 +181,10 @@ void CommContext::compute_layout() {
         node_ids.resize(static_cast<std::size_t>(size));
         PMPI_Allgather(&lowest, 1, MPI_INT, node_ids.data(), 1, MPI_INT, comm);
         std::vector<int>().swap(world_ranks_);
+        // The members may come from different worlds or have read their settings alone: agree here.
+        int any_runtime = device::g_job_has_runtime ? 1 : 0;
+        PMPI_Allreduce(MPI_IN_PLACE, &any_runtime, 1, MPI_INT, MPI_MAX, comm);
+        device_check = any_runtime != 0;
     }
     Layout layout = layout_from_node_ids(node_ids, rank);
     node_of_rank = std::move(layout.node_of_rank);

@@ -52,6 +52,12 @@ public:
     // --- the policy the ranks of this communicator agreed on (settings: PathContext) ---
     const policy::Policy* policy = nullptr;
 
+    // Some rank of this communicator has a GPU runtime (shim/base/device.h): each served call's buffers are
+    // classified and the classification agreed (engine). The world's agreement at MPI_Init where every member is a
+    // world process and settings were agreed there; agreed over the communicator when its layout is computed otherwise
+    // (spawned or connected processes, MPI_Init not intercepted). Set before the context is warm.
+    bool device_check = false;
+
     // The classification of a (datatype, op) pair, memoized (no allocation; classified per call once the table is
     // full). Safe across handle reuse: predefined handles never change meaning, and any other handle classifies as
     // derived / user-defined.

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <optional>
 
+#include "shim/base/device.h"
 #include "shim/base/guard.h"
 #include "shim/base/library_bugs.h"
 #include "shim/core/context.h"
@@ -178,6 +179,18 @@ bool erroneous(const CallArgs& args) {
            (args.count > 0 && (args.sendbuf == nullptr || args.recvbuf == nullptr));
 }
 
+// Whether a rank of the call's communicator passed a device buffer (shim/base/device.h), agreed by its ranks: one
+// rank's device buffer sends the call to the library on every rank. A failed agreement counts as device memory (the
+// library's call then reports the communicator's trouble).
+bool any_device_buffer(const CallArgs& args) {
+    const int mine = (args.sendbuf != MPI_IN_PLACE && device::is_device(args.sendbuf)) || device::is_device(args.recvbuf)
+                         ? 1
+                         : 0;
+    int any = mine;
+    if (PMPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, args.comm) != MPI_SUCCESS) return true;
+    return any != 0;
+}
+
 // Classifies the call from its handles, asks the router for its route and runs it. Every input of the route depends
 // only on values identical on all ranks of the communicator, so all ranks route alike.
 template <typename Context>
@@ -215,12 +228,24 @@ Routed route_call(const CallArgs& args, const Key& key, CachedRoute& cached, Res
         traits.commutative = commute != 0;
     }
     const Runtime& rt = runtime();
+    // Whether some rank passed device memory, asked (collectively) at most once per call and only in a GPU job.
+    int device = -1;
+    auto device_buffers = [&] {
+        if (device < 0) device = any_device_buffer(args) ? 1 : 0;
+        return device == 1;
+    };
     if (cls.library_bug >= 0 && rt.avoid_library_bugs) {
-        // Right at every size and on every route: wherever the library reduces, it reduces with ARShim's op.
-        traits.library_bug = true;
-        r.library_bug = true;
-        r.library_op = simd_op(cls.kop);
-        bugs::count(cls.library_bug);
+        if (ctx->device_check && (ctx->inter || device_buffers())) {
+            // ARShim's op is host code: a call with device buffers keeps the user's op. (An intercommunicator's
+            // groups cannot agree on that with one allreduce, so in a GPU job its calls always keep it.)
+            if (!ctx->inter) return native_because(args, vocab::Reason::device_memory, r);
+        } else {
+            // Right at every size and on every route: wherever the library reduces, it reduces with ARShim's op.
+            traits.library_bug = true;
+            r.library_bug = true;
+            r.library_op = simd_op(cls.kop);
+            bugs::count(cls.library_bug);
+        }
     }
     r.replayable = route::replayable(traits);
     const Settings& settings = *ctx->settings;
@@ -251,6 +276,16 @@ Routed route_call(const CallArgs& args, const Key& key, CachedRoute& cached, Res
         Routed routed = native_because(args, route.reason, r);
         report_candidate(false);
         return routed;
+    }
+    // A GPU job: ARShim's paths never touch device memory. Served routes are then never replayed, so every served
+    // call is classified (its buffers may change from call to call).
+    if (ctx->device_check) {
+        r.replayable = false;
+        if (device_buffers()) {
+            Routed routed = native_because(args, vocab::Reason::device_memory, r);
+            report_candidate(true);
+            return routed;
+        }
     }
     const kernels::KernelTable& kernels = kernels::active();
     const auto op_index = static_cast<std::size_t>(cls.kop);

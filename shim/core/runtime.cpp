@@ -198,6 +198,21 @@ void start_statistics(const Runtime& rt) {
     stats::set_callsites(sites);
 }
 
+// Device buffers (shim/base/device.h): whether any rank has a GPU runtime loaded now, after the library's own
+// initialization (a GPU-aware MPI loads its runtime there). Agreed over the world so that every rank classifies the
+// same calls; read locally when MPI_Init was not intercepted (communicators then agree when their layout is made).
+void find_device_runtime(Runtime& rt, bool collective) {
+    if (rt.config.text(OptionId::device_check) == "off") return;
+    rt.device_runtime = device::lookup();
+    int any = rt.device_runtime != device::Runtime::none ? 1 : 0;
+    if (collective) PMPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    device::g_job_has_runtime = any != 0;
+    if (any && rt.world_rank == 0)
+        log::info("a GPU runtime is loaded ({} on rank 0): calls with device buffers go to the library "
+                  "(docs/device.md)",
+                  device::kRuntimeNames[static_cast<int>(rt.device_runtime)]);
+}
+
 // Everything ARShim sets up, in one place and once (runtime() / after_mpi_init() below): settings, logging,
 // kernels, MPI handle tables, SIMD ops, the context keyval, statistics, the SHARP library, the finalize hook.
 void initialize(bool collective) {
@@ -300,6 +315,7 @@ void initialize(bool collective) {
         rt->policy = loaded.policy;
         problems.insert(problems.end(), loaded.problems.begin(), loaded.problems.end());
         if (collective) rt->world_node = probe_world_nodes(rt->config, rt->world_rank, rt->world_size);
+        find_device_runtime(*rt, collective);
         set_wait_policy(*rt, collective);
     }
 
@@ -319,6 +335,8 @@ void initialize(bool collective) {
         for (const auto& [name, value] : rt->config.pairs()) settings[name] = value;
         trace::event("start", {{"arshim", ARSHIM_VERSION}, {"flavor", mpi_flavor()}, {"library", rt->mpi_version},
                                {"ranks", rt->world_size}, {"settings_agreed", collective}, {"disabled", rt->disabled},
+                               {"device_runtime", device::kRuntimeNames[static_cast<int>(rt->device_runtime)]},
+                               {"device_check", device::g_job_has_runtime},
                                {"policy_source", rt->policy ? rt->policy->source() : std::string("none")},
                                {"settings", settings}});
     }

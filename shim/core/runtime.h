@@ -11,6 +11,7 @@
 #include "policy/config.h"
 #include "policy/policy.h"
 #include "policy/settings.h"
+#include "shim/base/device.h"
 
 namespace arshim {
 
@@ -34,6 +35,7 @@ struct Runtime {
     // World rank -> node id (the lowest world rank of its node), learned at MPI_Init (shim/core/layout.h); empty
     // when MPI_Init was not intercepted (then each communicator learns its layout collectively).
     std::vector<int> world_node;
+    device::Runtime device_runtime = device::Runtime::none;  // the GPU runtime this process had loaded at MPI_Init
 };
 
 // The MPI flavor this library was built for: "mpich" or "openmpi".

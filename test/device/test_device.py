@@ -1,0 +1,81 @@
+"""Device (GPU) buffers never reach ARShim's host code (issue 41; docs/device.md). check_device runs with a test double
+of the CUDA driver whose device memory the host cannot touch (any host access dies with SIGSEGV) and plays a
+CUDA-aware MPI in its own PMPI_Allreduce. Under every forced path, with every rank's buffers on the device, one
+rank's, or device and host alternating on the same key, every call must return the right values on every rank, every
+call with a device buffer must go to the library with the user's op, and calls with host buffers must still be served.
+
+  python3 -m pytest -p arshim_plugin test/device/test_device.py --build BUILD --flavor mpich|openmpi"""
+import json
+import os
+
+import pytest
+
+PROGRAM = "test/device/check_device"
+TWO_NODES = {"ARSHIM_VIRTUAL_PPN": "2"}  # 4 ranks as 2 nodes of 2: the node and cross-node stages both run
+
+
+def forced(harness, path):
+    env = {**TWO_NODES, "ARSHIM_PATH": path}
+    if path == "sharp":
+        env.update(ARSHIM_SHARP="on", ARSHIM_SHARP_LIB=os.path.join(harness.build, "test", "sharp", "libsharp_coll.so"))
+    return env
+
+
+def outcome(run):
+    assert run.returncode == 0, run.describe()
+    lines = [l for l in run.output.splitlines() if l.startswith('{"ok"')]
+    assert lines, run.describe()
+    out = json.loads(lines[-1])
+    assert out["ok"], run.describe()
+    assert out["op_substituted"] == 0, run.describe()
+    return out
+
+
+def calls_by_reason(run):
+    return {f["reason"]: f["calls"] for f in run.stats["fallbacks"]}
+
+
+def calls_by_path(run):
+    return {p["path"]: p["calls"] for p in run.stats["paths"]}
+
+
+@pytest.mark.parametrize("path", ["auto", "pipelined", "multileader", "sharp", "reproducible"])
+@pytest.mark.parametrize("placement", ["all", "rank0", "alternate"])
+def test_device_buffers_go_to_the_library_and_host_buffers_are_still_served(harness, path, placement):
+    run = harness.run(4, harness.program(PROGRAM), args=[placement], env=forced(harness, path), stats=True,
+                      timeout=300)
+    out = outcome(run)
+    assert out["device_calls"] > 0
+    reasons = calls_by_reason(run)
+    assert reasons.get("device_memory", 0) > 0, run.stats["fallbacks"]
+    # Calls of a communicator with a device buffer on any of its ranks never reach a path; at most every call counted.
+    assert reasons["device_memory"] <= out["calls"], (reasons, out)
+    assert all(e["device_runtime"] == "cuda" and e["device_check"] for e in run.events("start")), run.events("start")
+    paths = calls_by_path(run)
+    if placement == "all":
+        # Every call went to the library (the reproducible path is ARSHIM_REPRODUCIBLE's: not forced here).
+        assert set(paths) <= {"native"}, paths
+    elif placement == "alternate" and path not in ("auto", "reproducible"):
+        assert paths.get(path, 0) > 0, paths  # the keys' host calls
+
+
+def test_host_buffers_in_a_gpu_job_are_served_as_usual(harness):
+    run = harness.run(4, harness.program(PROGRAM), args=["host"], env=forced(harness, "multileader"), stats=True)
+    out = outcome(run)
+    assert out["device_calls"] == 0
+    assert calls_by_reason(run).get("device_memory", 0) == 0, run.stats["fallbacks"]
+    assert calls_by_path(run).get("multileader", 0) > 0, run.stats["paths"]
+
+
+def test_reproducible_mode_still_gives_right_answers_with_device_buffers(harness):
+    run = harness.run(4, harness.program(PROGRAM), args=["rank0"], env={**TWO_NODES, "ARSHIM_REPRODUCIBLE": "layout"},
+                      stats=True)
+    outcome(run)
+    assert calls_by_reason(run).get("device_memory", 0) > 0, run.stats["fallbacks"]
+
+
+def test_the_test_sees_a_path_touching_device_memory(harness):
+    """The tests above can fail: with the check off, a forced path reads the device buffers and the rank dies."""
+    run = harness.run(4, harness.program(PROGRAM), args=["all"],
+                      env={**forced(harness, "multileader"), "ARSHIM_DEVICE_CHECK": "off"}, timeout=120)
+    assert run.returncode != 0, run.describe()
