@@ -10,28 +10,10 @@
 #include <cstdint>
 
 #include "policy/box.h"
+#include "policy/model_types.h"
 #include "policy/policy.h"
 
 namespace arshim::policy::model {
-
-// The machine, in SI units. Defaults are a plausible small cluster (10 Gbit/s links); they are a starting point
-// for fitting, not a claim about any machine.
-struct MachineParams {
-    double copy_bw = 8e9;         // intra-node memcpy bandwidth, bytes/s (1/b' of seed 001 Eq. 7)
-    double intra_latency = 1e-6;  // a': fixed cost of one intra-node step (a shared-memory message, a flag wait), s
-    double gamma = 4e9;           // reduction throughput of the op, bytes of input reduced per second (1/c)
-    double alpha = 10e-6;         // inter-node latency per message, s (a of seed 001, alpha of seed 000)
-    double net_bw = 1.2e9;        // inter-node bandwidth of one stream, bytes/s (1/b, 1/beta)
-    double stream_gain = 2;       // s >= 1: how far l concurrent streams of one node can raise its aggregate
-                                  // bandwidth, B(l) = net_bw * l / (1 + (l - 1) / s) (see node_bandwidth())
-};
-
-// A call's shape: message size and block placement of ppn ranks on each of `nodes` nodes (rank r on node r / ppn).
-struct Shape {
-    uint64_t bytes = 0;
-    int ppn = 1;
-    int nodes = 1;
-};
 
 // The models assume this element size where a library's choice depends on the element count (count < pof2 tests):
 // the benches and the tuner reduce MPI_FLOAT.
@@ -42,9 +24,7 @@ constexpr uint64_t kModelElementBytes = 4;
 // B(1) = net_bw, B(l) grows with l and tends to net_bw * stream_gain. Each stream gets B(l) / l.
 double node_bandwidth(const MachineParams& m, double streams);
 
-// The library's own MPI_Allreduce, as the algorithms it picks by size (cost_model.cpp says which, with the source
-// they come from).
-double native_time(const MachineParams& m, const Shape& shape, Flavor flavor);
+// native_time(): policy/model_types.h
 
 // ARShim's pipelined path (seed 000 §5, Listings 1 and 2, costs from Table 1): one MPI_Iallreduce per segment, at most
 // `window` in flight. Uses d.segment_bytes (wins) or d.segments, and d.window (0 = all).

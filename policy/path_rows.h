@@ -7,6 +7,7 @@
 // function (shim/paths/<name>.cpp), and a row plus an #include here (docs/architecture.md "Where to add").
 #pragma once
 
+#include "policy/paths/latency.h"
 #include "policy/paths/multileader.h"
 #include "policy/paths/native.h"
 #include "policy/paths/pipelined.h"
@@ -18,4 +19,5 @@
     X(pipelined, PipelinedParams)        \
     X(multileader, MultileaderParams)    \
     X(sharp, SharpParams)                \
-    X(reproducible, ReproducibleParams)
+    X(reproducible, ReproducibleParams)  \
+    X(latency, LatencyParams)

@@ -10,7 +10,7 @@
 
 ARSHIM_EXPORT const char* arshim_version(void) { return ARSHIM_VERSION; }
 
-// Calls this process sent to `path` ("native", "pipelined", "multileader", "sharp", "reproducible"), or -1 for an
+// Calls this process sent to `path` ("native", "pipelined", "multileader", "sharp", "reproducible", "latency"), or -1 for an
 // unknown name.
 ARSHIM_EXPORT long long arshim_path_calls(const char* path) {
     const arshim::stats::PathTotals totals = arshim::stats::path_totals();

@@ -125,28 +125,31 @@ void set_chunk_limits(const PathContext& ctx, ShmState& state) {
 
 }  // namespace
 
+bool shares_memory(const PathContext& ctx, MPI_Comm comm, int size) {
+    if (ctx.settings->virtual_ppn <= 0) return true;
+    MPI_Comm shared = MPI_COMM_NULL;
+    comm_split_type_twice(comm, MPI_COMM_TYPE_SHARED, 0, &shared);  // twice: shim/base/mpi_util.h
+    int shared_size = 0;
+    if (shared != MPI_COMM_NULL) {  // else it could not be made (no communicator id left): no window (agreed)
+        PMPI_Comm_size(shared, &shared_size);
+        PMPI_Comm_free(&shared);
+    }
+    return shared_size == size;
+}
+
 ShmState* create_shm_state(PathContext& ctx, const ShmDomain& domain, std::size_t wanted_chunk) {
     auto* state = new ShmState;
     state->ppn = domain.size;
     state->domain = domain;
 
-    // The "node" must really share memory: ARSHIM_VIRTUAL_PPN can group ranks that do not. Without it, every domain
-    // is a node of MPI_COMM_TYPE_SHARED (the world's node map or the context's own split) or a part of one, so the
-    // check is only made under ARSHIM_VIRTUAL_PPN: its two splits were 30-40 us of a window's first call.
+    // The "node" must really share memory (shares_memory: ARSHIM_VIRTUAL_PPN can group ranks that do not).
     int ok = 1;
     std::string why;  // the library's error text when it refused the window
     if (domain.comm == MPI_COMM_NULL) {  // the caller could not make the domain's communicator (agreed below)
         ok = 0;
         why = "no communicator for it: the MPI library has no communicator ids left";
-    } else if (ctx.settings->virtual_ppn > 0) {
-        MPI_Comm shared = MPI_COMM_NULL;
-        comm_split_type_twice(domain.comm, MPI_COMM_TYPE_SHARED, 0, &shared);  // twice: shim/base/mpi_util.h
-        int shared_size = 0;
-        if (shared != MPI_COMM_NULL) {  // else it could not be made (no communicator id left): no window (agreed)
-            PMPI_Comm_size(shared, &shared_size);
-            PMPI_Comm_free(&shared);
-        }
-        if (shared_size != domain.size) ok = 0;
+    } else if (!shares_memory(ctx, domain.comm, domain.size)) {
+        ok = 0;
     }
     if (arshim_test_fail_shm != nullptr && arshim_test_fail_shm()) ok = 0;
 

@@ -184,6 +184,11 @@ ShmState* create_shm_state(PathContext& ctx, const ShmDomain& domain, std::size_
 // memory), its start aligned to a cache line in every process; nullptr when the library refuses (then *window may
 // still need freeing, and `why`, when given, holds the library's error text). The window reports errors, never aborts.
 char* allocate_shared(MPI_Comm comm, bool owner, std::size_t bytes, MPI_Win* window, std::string* why = nullptr);
+// Whether the `size` ranks of `comm` (a node's or socket's, as the layout says) really share memory: ARSHIM_VIRTUAL_PPN
+// can group ranks that do not. Without it, every domain is a node of MPI_COMM_TYPE_SHARED (the world's node map or the
+// context's own split) or a part of one, so the check (two splits, 30-40 us) is made only under ARSHIM_VIRTUAL_PPN.
+// Collective over `comm`; the caller agrees the outcome over the user's communicator.
+bool shares_memory(const PathContext& ctx, MPI_Comm comm, int size);
 // Frees what create_shm_state() made (collective over the domain: the window) and the state itself.
 void free_shm_state(ShmState* state);
 

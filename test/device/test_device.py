@@ -39,7 +39,7 @@ def calls_by_path(run):
     return {p["path"]: p["calls"] for p in run.stats["paths"]}
 
 
-@pytest.mark.parametrize("path", ["auto", "pipelined", "multileader", "sharp", "reproducible"])
+@pytest.mark.parametrize("path", ["auto", "pipelined", "multileader", "sharp", "reproducible", "latency"])
 @pytest.mark.parametrize("placement", ["all", "rank0", "alternate"])
 def test_device_buffers_go_to_the_library_and_host_buffers_are_still_served(harness, path, placement):
     run = harness.run(4, harness.program(PROGRAM), args=[placement], env=forced(harness, path), stats=True,

@@ -62,7 +62,7 @@ long long shim_reason_calls(const char* reason) {
 bool shim_loaded() { return dlsym(RTLD_DEFAULT, "arshim_path_calls") != nullptr; }
 long long shim_total_calls() {
     long long total = 0;
-    for (const char* p : {"native", "pipelined", "multileader", "sharp", "reproducible"}) total += shim_path_calls(p);
+    for (const char* p : {"native", "pipelined", "multileader", "sharp", "reproducible", "latency"}) total += shim_path_calls(p);
     return total;
 }
 

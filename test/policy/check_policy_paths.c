@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const kPaths[] = {"native", "pipelined", "multileader", "sharp", "reproducible"};
-enum { kPathCount = 5 };
+static const char *const kPaths[] = {"native", "pipelined", "multileader", "sharp", "reproducible", "latency"};
+enum { kPathCount = 6 };
 
 static long long path_calls(const char *path) {
     long long (*fn)(const char *) = (long long (*)(const char *))dlsym(RTLD_DEFAULT, "arshim_path_calls");

@@ -59,7 +59,7 @@ result=$(run ARSHIM_POLICY="$work/paths.toml" -- "$prog" 512:native 8192:pipelin
 check "policy file routes each size to its path" 0 "2 ranks, 4 calls, 0 failures" "${result#*$'\n'}" "${result%%$'\n'*}"
 
 # What the built-in table does with 16 B at np 2 on one node: the node path under both MPIs (policy/default.toml).
-small_builtin=multileader
+small_builtin=latency
 
 cat >"$work/prepend.toml" <<'TOML'
 version = 1

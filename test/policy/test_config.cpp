@@ -149,7 +149,7 @@ TEST_CASE("bad values: one exact line each, and the default stays", "[config]") 
         "ARSHIM_WINDOW=\"abc\": expected an integer in [0, 4096]; using the default (0)",
         "ARSHIM_WINDOW=\"5000\": expected an integer in [0, 4096]; using the default (0)",
         "ARSHIM_SEGMENT_BYTES=\"12Q\": expected a size in [0, 1T] such as 64K, 4MiB, 1G; using the default (0)",
-        "ARSHIM_PATH=\"fast\": expected one of auto|native|pipelined|multileader|sharp|reproducible; using the default (auto)",
+        "ARSHIM_PATH=\"fast\": expected one of auto|native|pipelined|multileader|sharp|reproducible|latency; using the default (auto)",
         "ARSHIM_STRICT=\"maybe\": expected 1/true/on/yes or 0/false/off/no; using the default (0)",
         "ARSHIM_SHM_MAX=\"1K\": expected a size in [64K, 1T] such as 64K, 4MiB, 1G; using the default (64M)",
         "ARSHIM_SEGMNTS: unknown variable (ignored); the ARSHIM_* variables are listed by 'arshim policy options' and "

@@ -158,18 +158,19 @@ TEST_CASE("the built-in policy: the measured rules, per MPI", "[policy][default]
     CHECK(describe_decision(big) == "multileader leaders=8 pipeline_k=1 kernel=native");
     CHECK(o.decide(call(uint64_t{1} << 40, 2, 1)).path() == Path::multileader);
 
-    // One node, smaller: both MPIs at every size, one leader below 4 KiB (MPICH) and 8 KiB (Open MPI), then two: the
-    // node protocol's one-wait scheme for small calls (docs/paths.md "One node, small calls").
-    CHECK(m.decide(call(8, 2, 1)).path() == Path::multileader);
-    CHECK(param(m.decide(call(8, 2, 1)), "leaders") == 1);
-    CHECK(param(m.decide(call(32, 2, 1)), "leaders") == 1);
-    CHECK(param(m.decide(call(4095, 2, 1)), "leaders") == 1);
+    // One node, small: the latency path up to 4 KiB on both MPIs (docs/paths.md "The latency path"); then one leader
+    // up to 8 KiB (Open MPI), and two.
+    CHECK(m.decide(call(8, 2, 1)).path() == Path::latency);
+    CHECK(m.decide(call(32, 2, 1)).path() == Path::latency);
+    CHECK(m.decide(call(4095, 2, 1)).path() == Path::latency);
+    CHECK(m.decide(call(8, 16, 1)).path() == Path::latency);
     CHECK(param(m.decide(call(4096, 2, 1)), "leaders") == 2);
     CHECK(m.decide(call((4 << 20) - 1, 2, 1)).path() == Path::multileader);
-    CHECK(o.decide(call(8, 2, 1)).path() == Path::multileader);
-    CHECK(param(o.decide(call(8, 2, 1)), "leaders") == 1);
-    CHECK(param(o.decide(call(511, 2, 1)), "leaders") == 1);
-    CHECK(param(o.decide(call(8, 4, 1)), "leaders") == 1);
+    CHECK(o.decide(call(8, 2, 1)).path() == Path::latency);
+    CHECK(o.decide(call(511, 2, 1)).path() == Path::latency);
+    CHECK(o.decide(call(8, 4, 1)).path() == Path::latency);
+    CHECK(o.decide(call(4096, 2, 1)).path() == Path::multileader);
+    CHECK(o.decide(call(8, 2, 2)).path() != Path::latency);  // across nodes: not by default (not measured there)
     CHECK(o.decide(call(8, 1, 1)).path() == Path::native);  // one rank: nothing to reduce across
     CHECK(param(o.decide(call(8191, 2, 1)), "leaders") == 1);
     CHECK(o.decide(call(8192, 2, 1)).path() == Path::multileader);
@@ -209,24 +210,23 @@ TEST_CASE("the built-in policy: the measured rules, per MPI", "[policy][default]
     CHECK(o.decide(call(1 << 20, 2, 4)).path() == Path::pipelined);
     CHECK(o.decide(call(1 << 20, 4, 8)).path() == Path::pipelined);
 
-    // A reduction the library gets wrong (a known library bug): one node, small: node shared memory, one leader,
-    // on both MPIs, by its own rule (the plain call takes the node path too, by the small-call rules); larger ones
-    // follow the plain calls' rules.
+    // A reduction the library gets wrong (a known library bug): one node, small: the latency path (ARShim's kernels),
+    // on both MPIs, by its own rule (the plain call takes it too, by the small-call rule); larger ones follow the
+    // plain calls' rules.
     for (const Policy* p : {&m, &o}) {
         CallFacts bug = call(8, 2, 1, DtypeClass::integer, kernels::Op::max);
         bug.library_bug = true;
-        CHECK(p->decide(bug).path() == Path::multileader);
-        CHECK(param(p->decide(bug), "leaders") == 1);
+        CHECK(p->decide(bug).path() == Path::latency);
         CHECK(rule_of(*p, p->decide(bug)) == line(6));
         bug.bytes = 2047;
-        CHECK(param(p->decide(bug), "leaders") == 1);
+        CHECK(p->decide(bug).path() == Path::latency);
         bug.bytes = 8192;
         CHECK(param(p->decide(bug), "leaders") == 2);
         bug.bytes = 8;
         bug.nodes = 2;  // across nodes: the plain rules (native below 4 KiB, with ARShim's op)
         CHECK(p->decide(bug).path() == Path::native);
     }
-    CHECK(o.decide(call(8, 2, 1, DtypeClass::integer, kernels::Op::max)).path() == Path::multileader);
+    CHECK(o.decide(call(8, 2, 1, DtypeClass::integer, kernels::Op::max)).path() == Path::latency);
     CHECK(rule_of(o, o.decide(call(8, 2, 1, DtypeClass::integer, kernels::Op::max))) != line(6));
 
     // One rank per node on three and on five to seven nodes: ARShim's ring (the multi-leader path with no node
@@ -527,7 +527,7 @@ TEST_CASE("decisions are constant within a size bucket", "[policy][buckets]") {
 }
 
 TEST_CASE("every decision is sane under every forced path", "[policy][overrides]") {
-    for (const char* path : {"native", "pipelined", "multileader", "sharp", "reproducible"}) {
+    for (const char* path : {"native", "pipelined", "multileader", "sharp", "reproducible", "latency"}) {
         const auto p_held = load(kTable, env({{"ARSHIM_PATH", path}})).policy;
         const Policy& p = *p_held;
         for (const PolicyRule& rule : p.rules()) check_sane(rule.decision);

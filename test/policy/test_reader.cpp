@@ -88,7 +88,7 @@ TEST_CASE("each path's own keys; another path's keys warn and are ignored", "[re
     // A rule without a path: an error, and its parameters are not reported again.
     const Table pathless = read("version = 1\n[[rule]]\nleaders = 2\n");
     CHECK(pathless.problems == std::vector<std::string>{"p.toml:2: rule 1: no 'path'; allowed: native, pipelined, "
-                                                        "multileader, sharp, reproducible"});
+                                                        "multileader, sharp, reproducible, latency"});
 }
 
 TEST_CASE("defaults for keys a rule leaves out", "[reader]") {
@@ -176,7 +176,7 @@ TEST_CASE("unknown keys are errors that name the key, the rule and what is allow
 
 TEST_CASE("bad values: type, range, choice, syntax", "[reader][messages]") {
     const std::vector<std::string> expected = {
-        "p.toml:3: rule 1: path = \"pipelind\" is not recognized; allowed: native, pipelined, multileader, sharp, reproducible",
+        "p.toml:3: rule 1: path = \"pipelind\" is not recognized; allowed: native, pipelined, multileader, sharp, reproducible, latency",
         "p.toml:4: rule 1: window = 0 is out of range; allowed: an integer in [1, 4096]",
         "p.toml:5: rule 1: leaders = \"4\" is a string; allowed: an integer in [1, 4096]",
         "p.toml:6: rule 1: bytes = \"64K-4M\" is not a range; allowed: a size range such as \"64K..4M\" (64K "
@@ -255,7 +255,7 @@ TEST_CASE("file-level errors", "[reader][messages]") {
           std::vector<std::string>{
               "p.toml:2: rule 1 is an integer; write each rule as a [[rule]] table (an array of tables)"});
     CHECK(problems("version = 1\n[[rule]]\nbytes = \"4M..\"\n") ==
-          std::vector<std::string>{"p.toml:2: rule 1: no 'path'; allowed: native, pipelined, multileader, sharp, reproducible"});
+          std::vector<std::string>{"p.toml:2: rule 1: no 'path'; allowed: native, pipelined, multileader, sharp, reproducible, latency"});
     CHECK(problems("version = 1\n[[rule]]\npath = \"native\"\n[[rule]\n") ==
           std::vector<std::string>{"p.toml:4: TOML syntax error at column 8: Error while parsing table header: "
                                    "expected ']', saw '\\n'"});
@@ -270,7 +270,7 @@ TEST_CASE("problems stay on one line whatever the input holds", "[reader][messag
     const Table t = read("version = 1\n[[rule]]\npath = \"\"\"na\ntive\"\"\"\n\"a\\nb\" = 1\n");
     REQUIRE(t.problems.size() == 2);
     CHECK(t.problems[0] == "p.toml:3: rule 1: path = \"na\\ntive\" is not recognized; allowed: native, pipelined, "
-                           "multileader, sharp, reproducible");
+                           "multileader, sharp, reproducible, latency");
     CHECK(t.problems[1].find("unknown key 'a\\nb'") != std::string::npos);
     for (const std::string& p : t.problems) CHECK(p.find('\n') == std::string::npos);
 

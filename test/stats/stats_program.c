@@ -204,7 +204,7 @@ int main(int argc, char **argv) {
     }
 
     /* Expectations: this rank's rows and counters, written by rank 0 after a plain gather (a test program). */
-    static const char *paths[] = {"native", "pipelined", "multileader", "sharp", "reproducible"};
+    static const char *paths[] = {"native", "pipelined", "multileader", "sharp", "reproducible", "latency"};
     long long path_calls[4], path_total[4];
     for (int p = 0; p < 4; ++p) path_calls[p] = shim_path_calls(paths[p]);
     MPI_Reduce(path_calls, path_total, 4, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);

@@ -40,8 +40,8 @@ def main(root):
          paths)
 
     man = (root / "docs/arshim.1").read_text()
-    line = re.search(r"^\.BR ARSHIM_PATH = (.*)$", man, re.M).group(1)
-    same("docs/arshim.1 ARSHIM_PATH", [w.strip() for w in line.split("|")], ["auto"] + paths)
+    entry = re.search(r"^\.BR ARSHIM_PATH = .*\n((?:.*\n)*?)\.TP", man, re.M).group(1)
+    same("docs/arshim.1 ARSHIM_PATH", re.findall(r"^\.BR (\w+) [,.]$", entry, re.M), ["auto"] + paths)
 
     readme = (root / "README.md").read_text()
     row = re.search(r"^\| `ARSHIM_PATH` \|.*$", readme, re.M).group(0)

@@ -16,7 +16,9 @@
 //   ARSHIMTEST_TUNE_SLOW_NATIVE=1 every rank sees the library's allreduce 100 ms slower (and SLOW_LEADERS=L,
 //                                 SLOW_SEGMENTS=B the multi-leader path with L leaders, the pipelined path with B-byte
 //                                 segments): online tuning can be made to decide either way;
-//   ARSHIMTEST_FAIL_SHM=1         every node shared-memory window fails to build (paths that need one decline).
+//   ARSHIMTEST_FAIL_SHM=1         every node shared-memory window fails to build (paths that need one decline);
+//   ARSHIMTEST_LATENCY_FAULT=no-wait  the latency path without its waits for the other ranks' slots
+//                                 (test/mpi/check_sequence must fail).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -131,4 +133,10 @@ extern "C" __attribute__((visibility("hidden"))) long arshim_test_sleep_timeout_
 extern "C" __attribute__((visibility("hidden"))) int arshim_test_fail_shm() {
     const char* fail = std::getenv("ARSHIMTEST_FAIL_SHM");
     return fail != nullptr && std::strcmp(fail, "1") == 0;
+}
+
+extern "C" __attribute__((visibility("hidden"))) int arshim_test_latency_fault() {
+    const char* fault = std::getenv("ARSHIMTEST_LATENCY_FAULT");
+    if (fault == nullptr) return 0;
+    return std::strcmp(fault, "no-wait") == 0 ? 1 : 0;
 }

@@ -93,6 +93,8 @@ def configurations(flavor, np_, names, compare_lib=""):
         "pipelined-1M": (True, {"ARSHIM_PATH": "pipelined", "ARSHIM_SEGMENT_BYTES": "1M", "ARSHIM_WINDOW": "8"}, []),
         "pipelined-4M": (True, {"ARSHIM_PATH": "pipelined", "ARSHIM_SEGMENT_BYTES": "4M", "ARSHIM_WINDOW": "4"}, []),
         "multileader-l1": (True, {"ARSHIM_PATH": "multileader", "ARSHIM_LEADERS": "1"}, []),
+        # The latency path (calls up to 4 KiB; larger ones go to the library: docs/paths.md "The latency path").
+        "latency": (True, {"ARSHIM_PATH": "latency"}, []),
         "multileader-l2": (True, {"ARSHIM_PATH": "multileader", "ARSHIM_LEADERS": "2"}, []),
         "multileader-lppn": (True, {"ARSHIM_PATH": "multileader", "ARSHIM_LEADERS": str(np_)}, []),
         "multileader-l2-k4": (True, {"ARSHIM_PATH": "multileader", "ARSHIM_LEADERS": "2",

@@ -19,9 +19,9 @@ from .sizes import human_bytes, size_text as size_label
 from .text import escape, escape_strings, plot_text
 
 SCHEMA = statslog.SCHEMA
-PATHS = ("native", "pipelined", "multileader", "sharp", "reproducible")
+PATHS = ("native", "pipelined", "multileader", "sharp", "reproducible", "latency")
 PATH_COLORS = {"native": "#4c72b0", "pipelined": "#dd8452", "multileader": "#55a868", "sharp": "#c44e52",
-               "reproducible": "#8172b3"}
+               "reproducible": "#8172b3", "latency": "#937860"}
 SECTIONS = ("paths", "buckets", "communicators", "fallbacks", "sharp", "checks", "callsites", "rows")
 PROG = "arshim report"
 

@@ -1,0 +1,34 @@
+// The latency path: small calls (up to kLatencyMaxBytes) through cache-line slots in node shared memory
+// (shim/paths/latency.cpp; docs/paths.md "The latency path"). Each rank writes its vector and a sequence number into
+// its own slot (a vector of up to 56 bytes shares the sequence number's cache line), and on one node every rank
+// reduces all slots itself, in node-rank order: one wait per remote rank, no broadcast step. Across nodes node rank 0
+// reduces the node's slots, runs the library's allreduce among the nodes' first ranks and publishes the result in a
+// slot of its own, which the node's other ranks copy out. No parameters.
+#pragma once
+
+#include "policy/model_types.h"
+#include "policy/path_spec.h"
+
+namespace arshim::policy {
+
+// The largest call the path serves (larger calls decline with buffer_too_large): its slots are sized for it, so a
+// node's window is 2 x (ppn + 1) x (64 + 4096) bytes.
+constexpr uint64_t kLatencyMaxBytes = 4096;
+
+struct LatencyParams {
+    static constexpr PathTraits kTraits{/*hands_ops_to_library=*/true, /*sums_in_rank_order=*/false};
+    static constexpr std::array<ParamKey<LatencyParams>, 0> kKeys{};
+};
+
+// One node: one copy in, one flag wait per remote rank (a' each, the cache line moving between cores), every rank
+// reducing the whole vector. Across nodes: the node step twice (in and out) around the library's allreduce among
+// one rank per node.
+inline double path_cost(const model::MachineParams& m, const model::Shape& s, const LatencyParams&, Flavor flavor) {
+    const double n = static_cast<double>(s.bytes);
+    const double node = m.intra_latency * (s.ppn > 1 ? 1.0 : 0.0) + n / m.copy_bw + (s.ppn - 1) * n / m.gamma;
+    if (s.nodes <= 1) return node;
+    return 2 * node + model::native_time(m, model::Shape{s.bytes, 1, s.nodes}, flavor);
+}
+inline int tune_neighbours(const LatencyParams&, const TuneFacts&, LatencyParams*) { return 0; }
+
+}  // namespace arshim::policy
