@@ -131,7 +131,10 @@ struct RouteCache {
     Resolution resolution[kSlots];
     // The handles' low bits are aligned zeros under Open MPI (addresses) and small indices under MPICH: one shift
     // and mask spreads both well enough for a handful of keys.
-    static unsigned index(const Key& k) { return static_cast<unsigned>((k.comm ^ k.datatype ^ k.op) >> 4) & (kSlots - 1); }
+    static unsigned index(uintptr_t comm, uintptr_t datatype, uintptr_t op) {
+        return static_cast<unsigned>((comm ^ datatype ^ op) >> 4) & (kSlots - 1);
+    }
+    static unsigned index(const Key& k) { return index(k.comm, k.datatype, k.op); }
 };
 // Initial-exec TLS (the library is preloaded): no __tls_get_addr call on the hot path. Every member is constant-
 // initialized (no MPI handle constants as defaults), so no TLS initialization check either.
@@ -444,6 +447,37 @@ int allreduce(const CallArgs& args) {
             cell.pass(static_cast<uint64_t>(args.count) * cached.memo.element_size, timed);
             if (cached.reason != vocab::kServed) ++stats::local().reasons[static_cast<std::size_t>(cached.reason)];
             return rc;
+        }
+    }
+    // The served fast path: the same conditions, and this key's served route settled in its slot (the latency path's
+    // small calls are where the instructions around a path count: issue 43).
+    const uintptr_t comm = handle_bits(args.comm), datatype = handle_bits(args.datatype), op = handle_bits(args.op);
+    const unsigned slot = RouteCache::index(comm, datatype, op);
+    const CachedRoute& served = t_routes.slot[slot];
+    Resolution& resolved = t_routes.resolution[slot];
+    if ((flags & ~(stats::kTimed | stats::kCallsites)) == stats::kCollect && !ReentryGuard::active() &&
+        served.served && served.cell != nullptr && resolved.ctx != nullptr &&
+        (args.count == 0 || (args.sendbuf != nullptr && args.recvbuf != nullptr)) &&
+        served.memo.matches(comm, datatype, op, CommContext::generation(), static_cast<int64_t>(args.count),
+                            args.sendbuf == args.recvbuf)) {
+        stats::Cell& cell = *served.cell;
+        const bool timed = flags & stats::kTimed;
+        if (!timed || !cell.due()) {
+            Routed routed;
+            {
+                ReentryGuard guard;
+                routed = replay_served(args, resolved);
+            }
+            if (routed.path != policy::Path::native) {
+                cell.pass(routed.bytes, timed);
+                return routed.rc;
+            }
+            // The path declined (its state changed): counted as the routed calls are, and routed again next time.
+            stats::record(stats::local(), {routed.comm_id, routed.bytes, 0.0,
+                                           {routed.path, routed.bucket, routed.dtype, routed.op, routed.reason,
+                                            routed.sharp},
+                                           false, timed});
+            return routed.rc;
         }
     }
     return allreduce_classified(args);

@@ -205,9 +205,10 @@ int main(int argc, char **argv) {
 
     /* Expectations: this rank's rows and counters, written by rank 0 after a plain gather (a test program). */
     static const char *paths[] = {"native", "pipelined", "multileader", "sharp", "reproducible", "latency"};
-    long long path_calls[4], path_total[4];
-    for (int p = 0; p < 4; ++p) path_calls[p] = shim_path_calls(paths[p]);
-    MPI_Reduce(path_calls, path_total, 4, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    enum { kPaths = sizeof paths / sizeof paths[0] };
+    long long path_calls[kPaths], path_total[kPaths];
+    for (int p = 0; p < kPaths; ++p) path_calls[p] = shim_path_calls(paths[p]);
+    MPI_Reduce(path_calls, path_total, kPaths, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
     char line[256];
     char *mine = malloc(MAX_ROWS * 256 + 1024);
     mine[0] = '\0';
@@ -246,7 +247,7 @@ int main(int argc, char **argv) {
         fprintf(f, "\"reasons\": {");
         for (int i = 0; i < 5; ++i) fprintf(f, "%s\"%s\": %lld", i ? ", " : "", reason_names[i], sums[3 + i]);
         fprintf(f, "},\n\"paths\": {");
-        for (int p = 0; p < 4; ++p) fprintf(f, "%s\"%s\": %lld", p ? ", " : "", paths[p], path_total[p]);
+        for (int p = 0; p < kPaths; ++p) fprintf(f, "%s\"%s\": %lld", p ? ", " : "", paths[p], path_total[p]);
         fprintf(f, "},\n\"rows\": [\n%s\n]}\n", all);
         fclose(f);
         printf("stats_program: %d ranks done\n", world_size);
