@@ -115,9 +115,13 @@ LatencyState* latency_state(PathContext& ctx, vocab::Reason* reason) {
     int all_ok = ok;
     PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, ctx.comm);
     if (!all_ok) {
-        if (ctx.rank == 0 && log::first_time("latency-shm"))
-            log::warn("latency path: node shared-memory window unavailable{}{}: its calls run native",
-                      why.empty() ? "" : " (", why.empty() ? std::string() : why + ")");
+        if (ctx.rank == 0 && log::first_time("latency-shm")) {
+            if (!why.empty())  // the words of node_shm.cpp's warning: one sentence for one event, whichever path
+                log::warn("node shared-memory window refused by the MPI library ({}): latency calls run native", why);
+            else
+                log::warn("node shared-memory window unavailable (a node's ranks must share memory): latency calls "
+                          "run native");
+        }
         if (state->window != MPI_WIN_NULL) PMPI_Win_free(&state->window);
         if (state->leaders != MPI_COMM_NULL) PMPI_Comm_free(&state->leaders);
         state->failed = true;
