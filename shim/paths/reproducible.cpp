@@ -113,7 +113,6 @@ int exchange_fold(PathContext& ctx, ReproState& rs, const Fold& f) {
     return rc;
 }
 
-
 // The chain over the leaders of contiguous nodes (see the top of the file). Every rank copies its chunks into the
 // node window and the reduced chunks out, as in the multi-leader protocol (node_shm.h: arrived / reduced / copied
 // sequence numbers, published waking: a rank of the window's next call, on the multi-leader path, may sleep on
