@@ -7,6 +7,7 @@
   arshim report RUN.json [RUN.json] ...
   arshim bench kernels|allreduce|cma ...
   arshim cluster up|run|verify|down ...
+  arshim simulate --nodes N --ppn P [--topology flat|fat-tree|torus] [--sizes ...] (SimGrid SMPI)
   arshim --version
 
 ARShim's settings are ARSHIM_* environment variables (`arshim policy options`, man arshim, README.md).
@@ -45,7 +46,7 @@ def tools_dirs(installed=True):
 
 
 sys.path.insert(0, next((d for d in tools_dirs() if os.path.isfile(os.path.join(d, "arshim", "__init__.py"))), HERE))
-from arshim import ToolError, launchers, report, tune  # noqa: E402
+from arshim import ToolError, launchers, report, simulate, tune  # noqa: E402
 from arshim.flavors import FAMILY, FLAVORS, launcher_flavor, program_flavor  # noqa: E402
 
 
@@ -132,7 +133,8 @@ def version_text():
 
 
 def tool_path(name):
-    for directory in (os.path.join(HERE, "policy"), os.path.join(HERE, "bench"), os.path.join(HERE, "tune"), HERE):
+    for directory in (os.path.join(HERE, "policy"), os.path.join(HERE, "bench"), os.path.join(HERE, "tune"),
+                      os.path.join(HERE, "simulate"), HERE):
         path = os.path.join(directory, name)
         if os.path.isfile(path) and os.access(path, os.X_OK):
             return path
@@ -196,6 +198,17 @@ def cmd_tune(args):
     return tune.main(extra + args.rest)
 
 
+def cmd_simulate(args):
+    """arshim simulate, told where the probe programs are (built with -Dsmpi)."""
+    extra = []
+    for kind in ("native", "arshim"):
+        try:
+            extra += [f"--probe-{kind}", tool_path("arshim-simulate-probe-" + kind)]
+        except ToolError:
+            pass
+    return simulate.main(extra + args.rest)
+
+
 def cmd_cluster(args):
     path = find_script(os.path.join("cluster", "arshim-cluster"), build_tree_only=True)
     os.execv("/bin/bash", ["/bin/bash", path] + args.rest)
@@ -207,6 +220,7 @@ PASSTHROUGH = {
     "report": ("print, compare or plot call-statistics logs (ARSHIM_STATS files)", cmd_report),
     "cluster": ("run programs on an emulated multi-host cluster (network namespaces)", cmd_cluster),
     "tune": ("measure this machine under your launcher line and write a tuned policy table", cmd_tune),
+    "simulate": ("allreduce times of a simulated cluster, with and without ARShim (SimGrid SMPI)", cmd_simulate),
 }
 
 
@@ -262,7 +276,7 @@ def main(argv=None):
     bench.add_argument("rest", nargs=argparse.REMAINDER, help="options of the benchmark (--help for them)")
     bench.set_defaults(func=cmd_bench)
 
-    for name in ("report", "cluster"):
+    for name in ("report", "cluster", "simulate"):
         sub.add_parser(name, help=PASSTHROUGH[name][0], add_help=False)
 
     parser.add_argument("--version", action="version", version=version_text(),

@@ -16,7 +16,7 @@ PACKAGES=(build-essential gfortran meson ninja-build pkg-config python3 python3-
           libspdlog-dev libunwind-dev catch2 libtomlplusplus-dev nlohmann-json3-dev libcli11-dev
           clang libclang-rt-14-dev iproute2 procps libdw-dev python3-matplotlib python3-jsonschema
           g++-aarch64-linux-gnu qemu-user
-          slurmctld slurmd slurm-client munge lmod debhelper scalapack-mpi-test)
+          slurmctld slurmd slurm-client munge lmod debhelper scalapack-mpi-test libsimgrid-dev)
 
 install_missing() {
   local missing=()

@@ -116,7 +116,11 @@ void load_sharp(const Runtime& rt, bool collective) {
 // Called from MPI_Finalize through the delete callback of an attribute on MPI_COMM_SELF: MPI deletes
 // MPI_COMM_SELF's attributes first thing in MPI_Finalize, while every MPI function still works, and this also fires
 // for a Fortran MPI_FINALIZE that calls PMPI_Finalize directly (Open MPI).
+// Runs once (finalize_now may have run it already), and only where the hook was installed.
+bool g_finalize_pending = false;
 int finalize_callback(MPI_Comm, int, void*, void*) {
+    if (!g_finalize_pending) return MPI_SUCCESS;
+    g_finalize_pending = false;
     ReentryGuard guard;
     const Runtime& rt = runtime();
     stats::RunFacts facts{rt.config};
@@ -164,6 +168,7 @@ void install_finalize_hook() {
     int keyval = MPI_KEYVAL_INVALID;
     if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, finalize_callback, &keyval, nullptr) != MPI_SUCCESS) return;
     PMPI_Comm_set_attr(MPI_COMM_SELF, keyval, nullptr);
+    g_finalize_pending = true;
 }
 
 // How the node protocol's ranks wait (shim/paths/node_shm.h WaitPolicy): pausing polls where this node has an online
@@ -365,6 +370,8 @@ const char* mpi_flavor() {
     return "mpich";
 #endif
 }
+
+void finalize_now() { finalize_callback(MPI_COMM_SELF, MPI_KEYVAL_INVALID, nullptr, nullptr); }
 
 const Runtime& runtime() {
     Runtime* rt = g_runtime.load(std::memory_order_acquire);

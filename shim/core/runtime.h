@@ -52,6 +52,11 @@ const Runtime& runtime();
 // Collective over MPI_COMM_WORLD: world rank 0's ARSHIM_* settings and policy file are broadcast.
 void after_mpi_init();
 
+// The finalize report and clean-up that the MPI_COMM_SELF delete callback runs inside MPI_Finalize, run now (once:
+// the callback then does nothing). The SMPI build calls it from its MPI_Finalize (shim/entry/finalize_smpi.cpp)
+// before PMPI_Finalize: SMPI runs that callback only after the rank is marked finalized, when MPI calls fail.
+void finalize_now();
+
 // Logs a configuration problem once per job (rank 0 speaks when the settings were agreed), as an error under
 // ARSHIM_STRICT=1 and a warning otherwise.
 void report_config_problem(const Runtime& rt, const std::string& message);

@@ -101,6 +101,10 @@ inline void wait_at_least(const std::atomic<uint64_t>& counter, uint64_t target)
 // reproducible path's chain publishes waking), plain stores and waits otherwise.
 void wait_sleeping(ShmCounter& counter, uint64_t target);
 void wake_sleepers(ShmCounter& counter);
+// Waits like wait_at_least, driving MPI's progress engine meanwhile (the reproducible chain's leaders: their sends and
+// receives move only while the process is inside MPI). The waits are defined in node_wait.cpp (node_wait_smpi.cpp in
+// the SMPI build).
+void wait_progressing(const std::atomic<uint64_t>& counter, uint64_t target, MPI_Comm comm);
 inline void publish_waking(ShmCounter& counter, uint64_t value) {
     // seq_cst store and load: either this load sees a sleeper's registration, or that sleeper's own seq_cst load
     // after registering sees `value` (and the kernel's check of the futex word catches a store in between).

@@ -24,11 +24,17 @@ constexpr uint32_t kMaxWindow = 64;
 // instead of a slower algorithm. MPICH's algorithm choice does not depend on MPI_IN_PLACE.
 #if defined(ARSHIM_FLAVOR_OPENMPI)
 constexpr bool kStageInPlace = true;
+constexpr int kLibnbcRingMinRanks = 4;
+#elif defined(ARSHIM_FLAVOR_SMPI)
+// SimGrid 3.32's MPI_Iallreduce gets in-place calls of 64 KiB or more wrong (any number of ranks, both selectors;
+// the blocking MPI_Allreduce is right): staged like Open MPI's, from 2 ranks.
+constexpr bool kStageInPlace = true;
+constexpr int kLibnbcRingMinRanks = 2;
 #else
 constexpr bool kStageInPlace = false;
+constexpr int kLibnbcRingMinRanks = 4;
 #endif
 constexpr uint64_t kLibnbcRingMinBytes = 64 * 1024;
-constexpr int kLibnbcRingMinRanks = 4;
 constexpr std::size_t kMaxStagingBytes = std::size_t{64} << 20;  // beyond this, in-place segments are not staged
 
 // The path's per-communicator slot: the staging area of in-place segments.

@@ -113,21 +113,6 @@ int exchange_fold(PathContext& ctx, ReproState& rs, const Fold& f) {
     return rc;
 }
 
-// Waits like wait_at_least (node_shm.h), driving MPI's progress engine meanwhile: a leader's sends and receives up
-// and down the chain move only while its process is inside MPI (Open MPI's TCP transport in particular: without
-// this the chain ran at 0.34x of the default path at 1-16 MiB on emulated 1 Gbit/s links). MPI_Iprobe progresses
-// without completing any request.
-void wait_progressing(const std::atomic<uint64_t>& counter, uint64_t target, MPI_Comm comm) {
-    for (int spin = 0; counter.load(std::memory_order_acquire) < target; ++spin) {
-        if (spin % 16 == 15) {
-            int flag = 0;
-            PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &flag, MPI_STATUS_IGNORE);
-        } else if (spin > 64) {
-            sched_yield();
-        }
-    }
-}
-
 // The chain over the leaders of contiguous nodes (see the top of the file). Every rank copies its chunks into the
 // node window and the reduced chunks out, as in the multi-leader protocol (node_shm.h: arrived / reduced / copied
 // sequence numbers, published waking: a rank of the window's next call, on the multi-leader path, may sleep on

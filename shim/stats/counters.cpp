@@ -49,7 +49,7 @@ ThreadCounters* register_thread() {
 }
 
 void start_clock() {
-#if defined(__x86_64__)
+#if defined(__x86_64__) && !defined(ARSHIM_FLAVOR_SMPI)
     // CPUID 0x80000007 EDX bit 8: invariant TSC (constant rate, runs in every C-state), synchronized across cores
     // by the kernel on such machines.
     unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;

@@ -277,13 +277,20 @@ inline ThreadCounters& local() {
 // Per-call time in clock ticks: the TSC where it is invariant (x86-64, CPUID says so), else steady_clock
 // nanoseconds. The counters hold ticks ("seconds" fields of the thread tables); finalize converts them with
 // seconds_per_tick(), measured against steady_clock between start_clock() and then: no calibration loop at start.
+// The SMPI build counts simulated nanoseconds (PMPI_Wtime, shim/stats/clock_smpi.cpp): the host's clocks do not see
+// simulated time.
 inline bool g_use_tsc = false;
+#if defined(ARSHIM_FLAVOR_SMPI)
+uint64_t simulated_ns();
+inline uint64_t ticks() { return simulated_ns(); }
+#else
 inline uint64_t ticks() {
 #if defined(__x86_64__)
     if (__builtin_expect(g_use_tsc, 1)) return __rdtsc();
 #endif
     return static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
 }
+#endif
 void start_clock();         // once, at init (shim/core/runtime.cpp)
 double seconds_per_tick();  // at finalize
 

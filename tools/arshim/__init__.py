@@ -9,6 +9,7 @@ share these modules instead of each keeping its own copy.
   statslog   reading and validating ARShim statistics logs (arshim-stats/1)
   report     `arshim report`
   tune       `arshim tune`
+  simulate   `arshim simulate` (SimGrid SMPI)
 
 Standard library only, except jsonschema (statslog) and matplotlib (report --plot), imported through need().
 """
