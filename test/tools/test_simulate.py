@@ -143,3 +143,22 @@ def test_existing_output_needs_resume(tmp_path):
     one_line_refusal(*run("--nodes", "2", "--smpirun", str(fake), "--out", str(out)), "pass --resume")
     one_line_refusal(*run("--nodes", "2", "--smpirun", str(fake), "--out", str(out), "--resume"),
                      "not a CSV of arshim simulate")
+
+
+def test_rows_are_never_appended_through_a_planted_symlink_or_to_a_fifo(tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    planted = tmp_path / "sweep.csv"
+    planted.symlink_to(victim)
+    with pytest.raises(simulate.SimulateError, match="cannot append"):
+        simulate.append_rows(str(planted))
+    assert victim.read_text() == "precious\n"
+    fifo = tmp_path / "fifo.csv"
+    os.mkfifo(fifo)
+    with pytest.raises(simulate.SimulateError):
+        simulate.append_rows(str(fifo))
+    regular = tmp_path / "ok.csv"
+    regular.write_text("a\n")
+    with simulate.append_rows(str(regular)) as f:
+        f.write("b\n")
+    assert regular.read_text() == "a\nb\n"

@@ -21,6 +21,7 @@ import io
 import math
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -157,6 +158,19 @@ def parse_sizes(text):
     return sizes
 
 
+def append_rows(path):
+    """The CSV opened to add rows, never through a symlink planted at its name (O_NOFOLLOW) and only when it is a
+    regular file (not a FIFO or a device that would block or swallow the rows)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as e:
+        raise SimulateError(f"{files.escape(path)}: cannot append ({e.strerror})") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise SimulateError(f"{files.escape(path)}: not a regular file")
+    return os.fdopen(fd, "a", newline="")
+
+
 def parse_configs(text):
     configs = [c.strip() for c in text.split(",") if c.strip()]
     unknown = [c for c in configs if c not in CONFIGS]
@@ -287,7 +301,7 @@ def simulate(args):
         for index, (config, config_sizes) in enumerate(todo, 1):
             started = time.monotonic()
             times = run_config(args, config, config_sizes, platform, hostfile, workdir)
-            with open(args.out, "a", newline="") as f:
+            with append_rows(args.out) as f:
                 writer = csv.writer(f)
                 for s in config_sizes:
                     bound = bound_us(args.nodes, s, link_gbit)
