@@ -74,6 +74,10 @@ const std::array<OptionSpec, kOptionCount> kOptions = {{
      "File where rank 0 keeps what online tuning learned (policy rules): read at start ahead of the policy, "
      "merged into at finalize under a lock; only an absent file or ARShim's own cache is written, another origin's "
      "cache is kept and this one lives beside it, anything else is left untouched; empty = not kept."},
+    {OptionId::tune_after, "ARSHIM_TUNE_AFTER", OptionType::integer, "32", nullptr, 1, 1 << 20,
+     "A key (communicator, size bucket, type, op) starts tuning at its Nth call; its calls before run the policy's "
+     "choice, so a key with fewer calls is never explored and a short job pays nothing for the exploration "
+     "(1 = from the first call; docs/tuning.md \"What the exploration costs\")."},
     {OptionId::kernel, "ARSHIM_KERNEL", OptionType::choice, "auto", "auto|scalar|avx2|avx512|neon|sve", 0, 0,
      "SIMD level of ARShim's reduction kernels; a level the CPU lacks falls back to the best available, "
      "with a warning."},

@@ -33,6 +33,7 @@ enum class OptionId : uint8_t {
     reproducible,
     tune,
     tune_cache,
+    tune_after,
     kernel,
     policy,
     policy_mode,

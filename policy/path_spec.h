@@ -1,4 +1,4 @@
-// What every path component declares about itself, MPI-free (docs/architecture.md "Where to add: a path"): a typed
+// What every path component declares about itself, MPI-free (docs/architecture.md "Where to add"): a typed
 // parameter struct and its key table. From the key table alone the policy reader reads a rule's parameters, the one
 // writer writes them (policy/rule_writer.h), describe_decision() names them, the ARSHIM_* overrides set them, and two
 // decisions are compared. A path's spec header (policy/paths/<path>.h) holds its struct, keys, cost and tuning

@@ -22,6 +22,7 @@ struct Settings {
     // modes
     ReproducibleMode reproducible = ReproducibleMode::off;
     policy::tune::Mode tune = policy::tune::Mode::guard;  // off when ARSHIM_PATH forces a path: the user's experiment
+    uint32_t tune_after = 1;    // ARSHIM_TUNE_AFTER
     uint32_t verify_calls = 0;  // ARSHIM_VERIFY
     bool check_args = false;    // ARSHIM_CHECK_ARGS, or verify mode (which includes it: docs/verify.md)
     bool strict = false;        // ARSHIM_STRICT
@@ -44,6 +45,7 @@ struct Settings {
         s.forced_path = config.text(OptionId::path) != "auto";
         s.tune = s.forced_path ? policy::tune::Mode::off
                                : static_cast<policy::tune::Mode>(config.number(OptionId::tune));  // choice order
+        s.tune_after = static_cast<uint32_t>(config.number(OptionId::tune_after));
         s.verify_calls = static_cast<uint32_t>(config.number(OptionId::verify));
         s.check_args = config.flag(OptionId::check_args) || s.verify_calls > 0;
         s.strict = config.flag(OptionId::strict);

@@ -1,5 +1,5 @@
 // The latency path: small calls (up to kLatencyMaxBytes) through cache-line slots in node shared memory
-// (shim/paths/latency.cpp; docs/paths.md "The latency path"). Each rank writes its vector and a sequence number into
+// (shim/paths/latency.cpp; docs/paths.md "`latency`"). Each rank writes its vector and a sequence number into
 // its own slot (a vector of up to 56 bytes shares the sequence number's cache line), and on one node every rank
 // reduces all slots itself, in node-rank order: one wait per remote rank, no broadcast step. Across nodes node rank 0
 // reduces the node's slots, runs the library's allreduce among the nodes' first ranks and publishes the result in a

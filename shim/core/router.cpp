@@ -39,11 +39,12 @@ Route choose(const Traits& t, const Settings& s, bool warm, const policy::Decisi
         if (book != nullptr && tune::eligible(s.tune, chosen)) {
             policy::tune::KeyFacts key = facts;
             key.order_sensitive = order_sensitive(t);  // the same-bits rule is the router's, whatever the caller says
-            pick = tune::pick(book->tuning, book->overflow, chosen, key, s.tune);
+            pick = tune::pick(book->tuning, book->overflow, chosen, key, s.tune, s.tune_after);
         }
         r.decision = *pick.decision;  // a copy: reporting the call may end the stage and replace the candidates
         r.candidate = pick.candidate;
-        if (r.candidate >= 0) r.replayable = false;  // the key's next call may try another candidate
+        // The key's next call may try another candidate, or (still counting its calls) start exploring.
+        if (r.candidate >= 0 || !pick.settled) r.replayable = false;
         if (r.decision.path() == policy::Path::native) {
             // The policy's choice, or the tuner's (measured faster, or being tried).
             r.reason = chosen.path() == policy::Path::native ? vocab::Reason::policy : vocab::Reason::tuned;

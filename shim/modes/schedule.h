@@ -27,10 +27,9 @@ constexpr int kSamplesPerRound = 3;
 constexpr int kMaxRounds = 2;
 constexpr int kMaxSamples = kSamplesPerRound * kMaxRounds;
 // A candidate this much slower than a round's fastest, beyond both spreads, is not sampled in later rounds
-// (outpaced()): 3 samples each can order a 20% difference wrongly (verdict()), so the margin is larger than that, and
-// the calls a later round would give such a candidate are the dearest of the exploration: on 3 x 2 emulated hosts at
-// 1 Gbit/s the library's allreduce and guard's small segments took 1.3-2.7x the built-in choice's time
-// (docs/cluster.md "Each library's own small segments").
+// (outpaced()): the margin is larger than what 3 samples each can order wrongly (verdict()), and the calls a later
+// round would give such a candidate are the dearest of the exploration (the measured spreads and slowdowns:
+// docs/tuning.md "`ARSHIM_TUNE` (`shim/tune/`)").
 constexpr float kOutpacedRatio = 1.3f;
 
 struct Exploration {
@@ -75,7 +74,7 @@ struct Exploration {
 
     // This rank's median and spread of candidate c's samples so far. The spread is half the range without the
     // slowest sample: noise on a shared machine only ever adds time (a preempted rank, a page fault), so one
-    // outlier must not mask a 10x difference between two candidates (it did, on a loaded 2-core machine).
+    // outlier must not mask a large difference between two candidates (docs/tuning.md "`ARSHIM_TUNE` (`shim/tune/`)").
     void local(int c, float* median, float* spread) const {
         const int n = std::clamp(calls[c] - kWarmupCalls, 0, kMaxSamples);
         float sorted[kMaxSamples];
@@ -109,7 +108,7 @@ inline int verdict(const float* median, const float* spread, int candidates, uin
     const float margin = std::max(spread[0], spread[best]);
     if (median[0] - median[best] <= margin) return last_round ? 0 : -1;
     // The best beats the policy's choice. When another candidate that beats it too is within the noise of the best,
-    // one more round tells them apart (3 samples each can order a 20% difference wrongly); the last round decides
+    // one more round tells them apart (a few samples each can order a close difference wrongly); the last round decides
     // on the medians.
     if (!last_round)
         for (int c = 1; c < candidates; ++c)
@@ -150,8 +149,9 @@ inline Exploration refinement(const Exploration& from, int c, int candidates) {
 
 // A key's tuning state (kept in its communicator's KeyBook, shim/core/context.h).
 struct KeyTuning {
-    enum Status : uint8_t { untouched, exploring, decided };
+    enum Status : uint8_t { untouched, waiting, exploring, decided };  // waiting: ARSHIM_TUNE_AFTER
     uint8_t status = untouched;
+    uint32_t waited = 0;  // calls made on the policy's choice before exploring (ARSHIM_TUNE_AFTER)
     uint8_t chosen = 0;
     // Online tuning runs in two stages, direction then location: first the policy's choice, the library's allreduce
     // and the other host path; then the winner against its neighbouring parameters (leader counts, segment sizes).
@@ -178,13 +178,19 @@ inline bool eligible(policy::tune::Mode mode, const policy::Decision& d) {
 struct Pick {
     const policy::Decision* decision = nullptr;
     int candidate = -1;
+    bool settled = true;  // false while the key counts its calls before exploring: its route must not be replayed
 };
 
-// The decision for this call of the key: the policy's when the key shares the overflow entry, the one decided, or
-// (exploring) the next candidate. The key's first call makes its candidates (policy/tune_candidates.h); fewer than
-// two means nothing to explore.
+// The decision for this call of the key: the policy's when the key shares the overflow entry, the one decided, the
+// policy's for the key's first `explore_after` - 1 calls, or (exploring) the next candidate. Waiting bounds what the
+// exploration costs a job: a key with fewer calls is never explored, and a key that is has already made
+// `explore_after` - 1 calls on the policy's choice, against which the exploration's few calls are weighed
+// (docs/tuning.md "What the exploration costs"). The call count is the same on every rank (MPI orders a
+// communicator's collectives), so the ranks start exploring at the same call without agreeing on it. The key's first
+// call makes its candidates (policy/tune_candidates.h); fewer than two means nothing to explore, and the key is
+// decided at once.
 inline Pick pick(KeyTuning& t, bool overflow, const policy::Decision& policy_decision,
-                 const policy::tune::KeyFacts& facts, policy::tune::Mode mode) {
+                 const policy::tune::KeyFacts& facts, policy::tune::Mode mode, uint32_t explore_after = 1) {
     if (overflow) return {&policy_decision, -1};  // shared by many keys: the policy decides
     if (t.status == KeyTuning::decided) return {&t.candidate[t.chosen], -1};
     if (t.status == KeyTuning::untouched) {
@@ -196,6 +202,13 @@ inline Pick pick(KeyTuning& t, bool overflow, const policy::Decision& policy_dec
             return {&t.candidate[0], -1};
         }
         t.exploration.candidates = static_cast<uint8_t>(n);
+        t.status = KeyTuning::waiting;
+    }
+    if (t.status == KeyTuning::waiting) {
+        if (t.waited + 1 < explore_after) {
+            ++t.waited;
+            return {&t.candidate[0], -1, false};  // candidate 0 is the policy's choice
+        }
         t.status = KeyTuning::exploring;
     }
     const int c = t.exploration.next;

@@ -1,4 +1,4 @@
-// The latency path (policy/paths/latency.h; docs/paths.md "The latency path"): calls of up to kLatencyMaxBytes
+// The latency path (policy/paths/latency.h; docs/paths.md "`latency`"): calls of up to kLatencyMaxBytes
 // through cache-line slots in node shared memory.
 //
 // The node's window holds, for each of two buffers, one slot per node rank and one result slot. A slot is a header

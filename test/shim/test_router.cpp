@@ -112,8 +112,34 @@ TEST_CASE("The policy's choice: the library (reason policy) or a path, both repl
     CHECK_FALSE(route::choose(bug, s, true, &ml, nullptr, facts()).replayable);
 }
 
+TEST_CASE("A key runs the policy's choice, never replayed, until its ARSHIM_TUNE_AFTER-th call explores", "[router]") {
+    const Decision ml = multileader(2);
+    for (const uint32_t after : {32u, 2u}) {
+        const Settings s = after == 32 ? settings() : settings({{"ARSHIM_TUNE_AFTER", "2"}});  // default: 32
+        REQUIRE(s.tune_after == after);
+        KeyBook book;
+        for (uint32_t call = 1; call < after; ++call) {
+            const route::Route r = route::choose(servable(), s, true, &ml, &book, facts());
+            CHECK(r.candidate < 0);
+            CHECK_FALSE(r.library);
+            CHECK(policy::same_action(r.decision, ml));
+            CHECK_FALSE(r.replayable);  // a replayed call would not be counted: the key would never explore
+            CHECK(book.tuning.status == tune::KeyTuning::waiting);
+        }
+        const route::Route explores = route::choose(servable(), s, true, &ml, &book, facts());
+        CHECK(explores.candidate == 0);  // the policy's choice is candidate 0
+        CHECK(book.tuning.status == tune::KeyTuning::exploring);
+    }
+    // A key with nothing to explore (a float sum under guard keeps the policy's order) is settled at its first call,
+    // and replays from there.
+    KeyBook float_book;
+    const route::Route sum = route::choose(servable(vocab::DtypeClass::floating), settings(), true, &ml, &float_book, facts());
+    CHECK(sum.replayable);
+    CHECK(float_book.tuning.status == tune::KeyTuning::decided);
+}
+
 TEST_CASE("Guard explores an integer sum, then keeps its decision; a float sum keeps the policy's order", "[router]") {
-    const Settings s = settings();  // ARSHIM_TUNE=guard
+    const Settings s = settings({{"ARSHIM_TUNE_AFTER", "1"}});  // ARSHIM_TUNE=guard, exploring from the first call
     const Decision ml = multileader(2);
     REQUIRE(route::needs_book(s, ml));
     KeyBook book;
@@ -134,8 +160,9 @@ TEST_CASE("Guard explores an integer sum, then keeps its decision; a float sum k
 
     // Online explores it (documented: its bits then depend on the timings).
     KeyBook online_book;
-    const route::Route online = route::choose(servable(vocab::DtypeClass::floating), settings({{"ARSHIM_TUNE", "online"}}),
-                                              true, &ml, &online_book, facts());
+    const route::Route online =
+        route::choose(servable(vocab::DtypeClass::floating), settings({{"ARSHIM_TUNE", "online"}, {"ARSHIM_TUNE_AFTER", "1"}}),
+                      true, &ml, &online_book, facts());
     CHECK(online.candidate >= 0);
 }
 

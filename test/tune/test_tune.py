@@ -44,7 +44,7 @@ def candidate_texts(event):
 
 def test_online_replaces_a_bad_policy(harness, bad_policy):
     run = harness.run(2, harness.program(PROGRAM), ["--calls", 45, "--max", 4 * MIB],
-                      env={"ARSHIM_POLICY": bad_policy, "ARSHIM_TUNE": "online"}, stats=True)
+                      env={"ARSHIM_POLICY": bad_policy, "ARSHIM_TUNE": "online", "ARSHIM_TUNE_AFTER": "1"}, stats=True)
     right_results(run)
     assert run.stats["tuning"]["changed"] >= 4, run.stats["tuning"]  # >= 2 keys x 2 ranks
     for bytes_min in (MIB, 4 * MIB):
@@ -56,7 +56,7 @@ def test_online_replaces_a_bad_policy(harness, bad_policy):
 def test_guard_keeps_the_library_where_the_policy_is_slower(harness, bad_policy):
     # Integer sums: guard explores them (every candidate gives the same bits).
     run = harness.run(2, harness.program(PROGRAM), ["--calls", 30, "--max", 4 * MIB, "--type", "int"],
-                      env={"ARSHIM_POLICY": bad_policy, "ARSHIM_TUNE": "guard"}, stats=True)
+                      env={"ARSHIM_POLICY": bad_policy, "ARSHIM_TUNE": "guard", "ARSHIM_TUNE_AFTER": "1"}, stats=True)
     right_results(run)
     fallbacks = {f["reason"]: f["calls"] for f in run.stats["fallbacks"]}
     assert fallbacks.get("tuned", 0) > 0, run.stats["fallbacks"]
@@ -69,7 +69,7 @@ def test_guard_tries_half_the_leaders_across_nodes(harness, tmp_path):
     policy = one_rule_policy(tmp_path, "two-leaders", path="multileader", leaders=2)
     run = harness.run(4, harness.program(PROGRAM), ["--calls", 40, "--max", MIB, "--type", "int"], shim=harness.shim("faulty"),
                       env={"ARSHIMTEST_KERNEL_FAULT": "none", "ARSHIMTEST_TUNE_SLOW_LEADERS": "2", "ARSHIM_VIRTUAL_PPN": "2",
-                           "ARSHIM_POLICY": policy, "ARSHIM_TUNE": "guard"}, timeout=150)
+                           "ARSHIM_POLICY": policy, "ARSHIM_TUNE": "guard", "ARSHIM_TUNE_AFTER": "1"}, timeout=150)
     right_results(run)
     keys = decided(run, communicator_size=4, nodes=2, ppn=2, datatype="int", op="sum")
     assert len(keys) >= 4, run.events("tuned", 0)
@@ -80,7 +80,7 @@ def test_guard_tries_half_the_leaders_across_nodes(harness, tmp_path):
 
     # One node: the policy's choice against the library only.
     run = harness.run(2, harness.program(PROGRAM), ["--calls", 20, "--max", 256 * 1024, "--type", "int"],
-                      env={"ARSHIM_POLICY": policy, "ARSHIM_TUNE": "guard"})
+                      env={"ARSHIM_POLICY": policy, "ARSHIM_TUNE": "guard", "ARSHIM_TUNE_AFTER": "1"})
     right_results(run)
     keys = decided(run, communicator_size=2, datatype="int", op="sum")
     assert len(keys) >= 2, run.events("tuned", 0)
@@ -98,7 +98,7 @@ def test_guard_tries_each_librarys_small_segments_from_1_mib(harness, tmp_path):
     run = harness.run(4, harness.program(PROGRAM), ["--calls", 40, "--max", 4 * MIB, "--type", "int"],
                       shim=harness.shim("faulty"),
                       env={"ARSHIMTEST_KERNEL_FAULT": "none", "ARSHIMTEST_TUNE_SLOW_SEGMENTS": str(MIB),
-                           "ARSHIM_VIRTUAL_PPN": "2", "ARSHIM_POLICY": policy, "ARSHIM_TUNE": "guard"}, timeout=150)
+                           "ARSHIM_VIRTUAL_PPN": "2", "ARSHIM_POLICY": policy, "ARSHIM_TUNE": "guard", "ARSHIM_TUNE_AFTER": "1"}, timeout=150)
     right_results(run)
     keys = decided(run, communicator_size=4, datatype="int", op="sum")
     big = [k for k in keys if k["bytes_min"] >= MIB]
@@ -116,7 +116,7 @@ def test_ranks_that_see_different_timings_decide_alike(harness, bad_policy):
     """One rank sees the library 100x faster than it was: the agreement makes every rank decide the same."""
     run = harness.run(3, harness.program(PROGRAM), ["--calls", 20, "--max", MIB], shim=harness.shim("faulty"),
                       env={"ARSHIMTEST_KERNEL_FAULT": "none", "ARSHIMTEST_TUNE_SKEW_RANK": "1",
-                           "ARSHIM_TUNE": "online", "ARSHIM_POLICY": bad_policy}, timeout=120)
+                           "ARSHIM_TUNE": "online", "ARSHIM_TUNE_AFTER": "1", "ARSHIM_POLICY": bad_policy}, timeout=120)
     right_results(run)
     chosen = {rank: {(e["communicator"], e["bytes_min"], e["datatype"], e["op"]): e["chosen"]
                      for e in run.events("tuned", rank)} for rank in range(3)}
@@ -135,7 +135,7 @@ def lower_bound(text):  # "16K..32K" -> 16384
 
 def test_the_cache_is_written_read_back_and_applied(harness, bad_policy, tmp_path):
     cache = str(tmp_path / "cache.toml")
-    env = {"ARSHIM_POLICY": bad_policy, "ARSHIM_TUNE": "online", "ARSHIM_TUNE_CACHE": cache}
+    env = {"ARSHIM_POLICY": bad_policy, "ARSHIM_TUNE": "online", "ARSHIM_TUNE_AFTER": "1", "ARSHIM_TUNE_CACHE": cache}
     first = harness.run(2, harness.program(PROGRAM), ["--calls", 30, "--max", 4 * MIB], env=env)
     right_results(first)
     rules = cache_rules(cache)
@@ -171,7 +171,7 @@ def test_a_file_that_is_not_this_runs_cache_is_left_as_it_was(harness, bad_polic
     }[name]
     path.write_bytes(contents)
     run = harness.run(2, harness.program(PROGRAM), ["--calls", 30, "--max", 65536],
-                      env={"ARSHIM_POLICY": bad_policy, "ARSHIM_TUNE": "online", "ARSHIM_TUNE_CACHE": str(path)})
+                      env={"ARSHIM_POLICY": bad_policy, "ARSHIM_TUNE": "online", "ARSHIM_TUNE_AFTER": "1", "ARSHIM_TUNE_CACHE": str(path)})
     right_results(run)
     assert path.read_bytes() == contents
     beside = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(name + "."))
@@ -191,7 +191,35 @@ def test_a_file_that_is_not_this_runs_cache_is_left_as_it_was(harness, bad_polic
 
 def test_candidates_whose_window_fails_decline_and_results_stay_right(harness):
     run = harness.run(2, harness.program(PROGRAM), ["--calls", 20, "--max", MIB], shim=harness.shim("faulty"),
-                      env={"ARSHIMTEST_KERNEL_FAULT": "none", "ARSHIMTEST_FAIL_SHM": "1", "ARSHIM_TUNE": "online"})
+                      env={"ARSHIMTEST_KERNEL_FAULT": "none", "ARSHIMTEST_FAIL_SHM": "1", "ARSHIM_TUNE": "online", "ARSHIM_TUNE_AFTER": "1"})
     right_results(run)
     declined = [c for e in run.events("tuned", 0) for c in e["candidates"] if c["declined"]]
     assert declined, run.events("tuned", 0)  # the node paths declined (agreed), counted as such
+
+
+def test_a_key_with_fewer_calls_than_tune_after_explores_nothing(harness, tmp_path):
+    """ARSHIM_TUNE_AFTER (default 32; docs/tuning.md "What the exploration costs"): integer sums under guard, with a
+    policy guard would explore. The program makes --calls SUM calls per size (1, 4 and 16 KiB... keys) and, after each,
+    one 4-byte MAX: 31 calls per SUM key explore none of them, while the MAX key (3 x 31 calls) explores from its
+    32nd call. With 40 calls per key every SUM key explores and is decided."""
+    policy = one_rule_policy(tmp_path, "multileader", path="multileader")
+    env = {"ARSHIM_POLICY": policy, "ARSHIM_TUNE": "guard"}
+
+    def sum_keys(run):
+        return [e for e in run.events("tuned", 0) if e["datatype"] == "int" and e["op"] == "sum"]
+
+    def max_keys(run):
+        return [e for e in run.events("tuned", 0) if e["datatype"] == "int" and e["op"] == "max"]
+
+    short = harness.run(2, harness.program(PROGRAM), ["--calls", 31, "--max", 16 * 1024, "--type", "int"], env=env,
+                        stats=True)
+    right_results(short)
+    assert not sum_keys(short), short.events("tuned", 0)
+    assert len(max_keys(short)) == 1, short.events("tuned", 0)
+    assert short.stats["tuning"]["decisions"] == 2, short.stats["tuning"]  # the MAX key, on each of 2 ranks
+
+    longer = harness.run(2, harness.program(PROGRAM), ["--calls", 40, "--max", 16 * 1024, "--type", "int"], env=env,
+                         stats=True)
+    right_results(longer)
+    assert len(sum_keys(longer)) == 3, longer.events("tuned", 0)  # 1, 4 and 16 KiB
+    assert longer.stats["tuning"]["decisions"] == 2 * 4, longer.stats["tuning"]
