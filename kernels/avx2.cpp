@@ -146,7 +146,8 @@ template <Op O> struct DoubleIntLoc {
     static void run(char* out, const char* l, const char* r, size_t n) {
         // Full 32-byte stores whose padding dwords (3 and 7) hold what `out` already held: the padding is left as
         // it was, as by the scalar kernel and the libraries. A masked store (vpmaskmovd) would say the same more
-        // directly, but it is microcoded on AMD Zen: measured here at 0.4-0.7x the scalar loop.
+        // directly, but it is microcoded on AMD Zen, slower than the scalar loop
+        // (docs/kernels.md "Kernel choices, measured").
         constexpr int kPaddingDwords = 0x88;
         size_t i = 0;
         if (out == r) {  // the binary form: r's padding is out's

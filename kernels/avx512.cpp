@@ -125,7 +125,8 @@ template <Op O, class T> void tail(char* out, const char* l, const char* r, size
 }  // namespace
 
 // MINLOC/MAXLOC on MPI_DOUBLE_INT keeps the AVX2 kernel this table inherits: a 512-bit version needs its
-// compare masks moved between k-registers and lane layouts, and measured ~40% slower than AVX2's blends.
+// compare masks moved between k-registers and lane layouts, which made it slower than AVX2's blends
+// (docs/kernels.md "Kernel choices, measured").
 void fill(KernelTable& table) { install_vectorized(table); }
 
 }  // namespace arshim::kernels::avx512

@@ -13,8 +13,8 @@ constexpr int kDigits = std::numeric_limits<Real>::digits;  // 53, 24
 template <typename Real>
 constexpr int kLeastUlpExponent = std::numeric_limits<Real>::min_exponent - kDigits<Real>;  // -1074, -149
 
-// IEEE 754 layout of Real, for the conversions below: they read and build the bits directly (frexp and ldexp per
-// element cost ten times the rest of the work: measured 120 ns per double with them).
+// IEEE 754 layout of Real, for the conversions below: they read and build the bits directly, because frexp and ldexp
+// per element cost many times the rest of the work (docs/reproducible.md "any-np: exact sums").
 template <typename Real>
 struct Ieee;
 template <>

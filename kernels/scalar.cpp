@@ -89,7 +89,7 @@ template <class V, class I> void store(char* p, const Loc<V, I>& v) {
 
 // Typed stores for buffers aligned to their element type: field by field, so padding is left alone as above, but
 // straight to memory (an x87 fstpt writes the 10 value bytes itself) instead of through a stack copy, which costs
-// a store-forwarding stall per element (measured 2x on long double and its pairs).
+// a store-forwarding stall per element (docs/kernels.md "Kernel choices, measured").
 template <class T> void store_aligned(T* p, const T& v) { *p = v; }
 template <class R> void store_aligned(C<R>* p, const C<R>& v) {
     p->re = v.re;

@@ -48,10 +48,10 @@ inline bool internode_ring_auto(uint32_t nodes, uint64_t partition_bytes) {
 // The node shared-memory protocol on one node (shim/paths/node_shm.h): whether a call of `bytes` on `ppn` ranks is
 // reduced by every rank from all slots (one wait per chunk) instead of by the leaders (two waits, and a copy out).
 // Every rank then reads and reduces ppn x bytes, the node ppn^2 x bytes, against ~3 x ppn x bytes with the leaders,
-// who also split the reduction. At ppn 2 one wait fewer won from 8 B to 16 KiB (1.4-2x) and was level at 16 KiB
-// where cross-core transfers are fast; from 64 KiB it lost there (1.25-1.35x slower at 64-512 KiB; it won where they
-// are slow). So ppn^2 x bytes <= 64 KiB: ppn 2 up to 16 KiB, ppn 4 4 KiB, ppn 16 256 B. docs/paths.md "One node,
-// small calls". Here so that the model predicts it.
+// who also split the reduction. At ppn 2 one wait fewer won clearly from 8 B to 16 KiB, where a call is latency-bound,
+// and was level at 16 KiB where cross-core transfers are fast; from 64 KiB, where the leaders' split of the reduction
+// counts, it lost there (it won where they are slow). So ppn^2 x bytes <= 64 KiB: ppn 2 up to 16 KiB, ppn 4 4 KiB,
+// ppn 16 256 B (docs/paths.md "One node, small calls"). Here so that the model predicts it.
 inline constexpr uint64_t kNodeDirectMaxReads = 64 * 1024;
 inline constexpr bool node_reduces_directly(uint64_t bytes, int ppn) {
     const auto p = static_cast<uint64_t>(ppn > 0 ? ppn : 1);

@@ -31,7 +31,8 @@ bool serves(const Decision& d, uint32_t ppn) {
     // The whole message as one MPI_Iallreduce (the tuner's "pipelined-one") is there for one rank per node, where
     // MPICH's blocking allreduce takes twice the rounds below 2 KiB (docs/tuning.md). With several ranks per node the
     // model would weigh it against the node paths with its weakest part (the library's shared-memory steps): on one
-    // node it predicted it 1.5x native at 4-256 KiB, where the multi-leader path measures 1.65-3.9x.
+    // node it predicted it well ahead of native where the multi-leader path measures further ahead still
+    // (docs/tuning.md "One rank per node, small sizes").
     if (d.path() == Path::pipelined && d.get<PipelinedParams>().segment_bytes == 0 && d.get<PipelinedParams>().segments > 0)
         return ppn == 1;
     return true;
@@ -75,10 +76,10 @@ struct Tally {
 // Whether `d` wins at the sizes of [lo, hi) measured on (nodes, ppn): in one launch it beats native beyond the noise
 // (its upper quartile below native's lower quartile, each summed over those sizes), and every launch that measured
 // there measured it faster than native (summed medians). A win the sweep's launch saw and the confirming launch
-// reversed is the launches' noise, not a win: on the 2 x 2 rig one leader measured 0.61x the library at 32 B in one
-// launch and 1.25x at 8 B in the one before (docs/tuning.md). Asking for a win beyond the noise in every launch was
-// tried: it also dropped wins both launches saw (0.68 and 0.79 of native at 8 B, 0.81 and 0.75 at 16 KiB), which the
-// goal benchmark then measured 1.22-1.26x faster than native, 1.26x the best option's time where native was chosen.
+// reversed is the launches' noise, not a win: a launch's state moves short calls by more than most wins
+// (docs/tuning.md "On the tuned shape itself"). Asking for a win beyond the noise in every launch was tried: it also
+// dropped wins both launches saw, which the goal benchmark then confirmed, and chose native where a faster option
+// existed (docs/tuning.md "Scored on the same figures").
 bool confirmed_win(const std::vector<Measurement>& measured, uint32_t nodes, uint32_t ppn, uint64_t lo, uint64_t hi,
                    const Decision& d) {
     std::map<uint32_t, Tally> rounds;  // each round that measured there: d's tally in it (none: not confirmed)
@@ -288,7 +289,8 @@ Result build(const Request& request) {
     // The measured layout of the same ppn whose decisions carry to `nodes` (the nearest node count in log scale,
     // within kCarryReach): both across nodes, so the same kind of network carries the same kind of decision. Not
     // from two ranks alone (2 nodes x 1): every allreduce of two ranks is one exchange, so what wins there says
-    // nothing about three or more (measured: the segmented path 0.5-1.0x there, 1.2-1.8x on 3 and 4 nodes).
+    // nothing about three or more (the segmented path measured very differently there and on 3 and 4 nodes:
+    // docs/tuning.md "arshim tune").
     auto carried_from = [&](uint32_t nodes, uint32_t ppn) -> uint32_t {
         uint32_t from = 0;
         double distance = 0;
@@ -390,8 +392,9 @@ Result build(const Request& request) {
                 // A calibration describes the algorithms run where it was measured. Where the multi-leader path's
                 // inter-node step is another one here (ARShim's ring on 3 nodes, the library's allreduce on 2, which
                 // under Open MPI is slow between two leaders), nothing measured says how the options compare: the
-                // rules after the table decide. (Carried, Open MPI's segmented decisions from 2 x 2 ran 1.32-1.34x
-                // the best at 8 and 64 MiB on 3 x 2, where two leaders on the ring ran within 4% of it.)
+                // rules after the table decide. (Carried, Open MPI's segmented decisions from 2 x 2 ran well behind
+                // the best on 3 x 2, where two leaders on the ring were close to it:
+                // docs/tuning.md "The goal benchmark on the fixed rig".)
                 const uint32_t here_nodes = nodes, here_ppn = ppn;  // (a lambda cannot capture a structured binding)
                 if (std::any_of(carry_options.begin(), carry_options.end(), [&](const Decision& d) {
                         return internode_step_changes(d, carry_nodes, here_nodes, here_ppn, shape.bytes);
@@ -420,9 +423,9 @@ Result build(const Request& request) {
                 // A carried decision is a rule only when it is a positive one the model does not contradict here.
                 // The library's allreduce carried means only that nothing beat it on the measured layout, and an
                 // ARShim path the uncalibrated model puts behind the library at this node count is a structural
-                // change the calibration hid (Open MPI's non-blocking allreduce, 1.2x the library's on 2 x 2 at 8 B,
-                // 0.57x on 3 x 2). Neither is evidence: the rules after the table decide, as where the model alone
-                // sees no win (docs/tuning.md "The 10 Gbit/s half").
+                // change the calibration hid (Open MPI's non-blocking allreduce, faster than the library's on 2 x 2
+                // at 8 B and slower on 3 x 2: docs/tuning.md "arshim tune"). Neither is evidence: the rules after the
+                // table decide, as where the model alone sees no win (docs/tuning.md "The 10 Gbit/s half").
                 if (point.decision.path() == Path::native || point.predicted_us > point.native_us) {
                     ++result.points_deferred;
                     continue;

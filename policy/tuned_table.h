@@ -24,8 +24,9 @@ struct Measurement {
     double p25_us = 0, median_us = 0, p75_us = 0;
     double native_p25_us = 0, native_us = 0, native_p75_us = 0;
     // 0: the sweep's launch; 1: a second launch the tuner makes to confirm a win on a short call (a launch's state
-    // moves calls of tens of microseconds by up to 2x on the same machine: docs/tuning.md). A candidate wins only
-    // where it beats native beyond the noise in a round and is faster than native in every round measured there.
+    // moves short calls by more than most wins on the same machine: docs/tuning.md "On the tuned shape itself"). A
+    // candidate wins only where it beats native beyond the noise in a round and is faster than native in every round
+    // measured there.
     uint32_t launch_round = 0;
 };
 

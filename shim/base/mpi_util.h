@@ -33,12 +33,12 @@ private:
 
 // ARShim's own start-up broadcasts (settings, policy text, a communicator's node index) are each made twice. Under
 // Open MPI 4.1.4's shared-memory transport the steady-state latency of small messages between two ranks depends on
-// the parity of the messages each has sent the other before: an 8-byte MPI_Allreduce at np 2 measured 410-450 ns
-// after an even and 540-570 ns after an odd number of one-int broadcasts (also on another communicator; balanced
-// exchanges such as an allreduce leave it unchanged; docs/stats.md "Overhead"). An application must not get slower
-// because ARShim was loaded, or because one more ARSHIM_* variable was set, so every one-way exchange ARShim starts
-// is repeated: the library sends the same messages twice, whatever algorithm it picks, and every pair's count of
-// them stays even. The data are a few bytes to a few KiB, once per process or communicator.
+// the parity of the messages each has sent the other before: a small MPI_Allreduce is markedly slower after an odd
+// than after an even number of one-int broadcasts (also on another communicator; balanced exchanges such as an
+// allreduce leave it unchanged; docs/stats.md "Overhead"). An application must not get slower because ARShim was
+// loaded, or because one more ARSHIM_* variable was set, so every one-way exchange ARShim starts is repeated: the
+// library sends the same messages twice, whatever algorithm it picks, and every pair's count of them stays even.
+// The data are a few bytes to a few KiB, once per process or communicator.
 int bcast_twice(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm);
 
 // Broadcasts a string of any length from `root` (every rank passes its own; non-roots receive root's), twice (above).

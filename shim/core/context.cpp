@@ -128,12 +128,13 @@ void CommContext::build_local(MPI_Comm user_comm) {
     node_sizes.assign(1, size);
     if (size == 1) return;
 
-    // Serving calls costs a path's set-up (a node window: 0.1-1 ms), which a program that creates a communicator for
-    // one or two allreduces never gets back: the first ARSHIM_CONTEXT_AFTER - 1 calls go to the library. The world
-    // communicator and forced paths start at once; so does every communicator when the ranks' settings were not
-    // agreed at MPI_Init (their thresholds could differ). The layout itself costs no communication when the world's
-    // node map is known (~1 us: shim/core/layout.h), so it is computed now, on the communicator's first call, and
-    // the call that warms the context costs no more than its decision (docs/paths.md "First calls").
+    // Serving calls costs a path's set-up (a node window costs far more than a few small calls), which a program
+    // that creates a communicator for one or two allreduces never gets back: the first ARSHIM_CONTEXT_AFTER - 1
+    // calls go to the library. The world communicator and forced paths start at once; so does every communicator
+    // when the ranks' settings were not agreed at MPI_Init (their thresholds could differ). The layout itself costs
+    // no communication when the world's node map is known, about what a small call costs (shim/core/layout.h;
+    // docs/paths.md "New communicators"), so it is computed now, on the communicator's first call, and the call that
+    // warms the context costs no more than its decision (docs/paths.md "First calls").
     const bool at_once = user_comm == MPI_COMM_WORLD || !rt.config_agreed || settings->forced_path;
     warm_after_ = at_once ? 1 : settings->context_after;
     warm_ = false;

@@ -195,10 +195,10 @@ void report(const CallArgs& args, const Passed& mine, int rank, int size) {
 }
 
 // MAX over the ranks of `ctx`, in place, of two long longs. Under MPICH through the node's shared memory (the
-// multi-leader path, one leader) once the communicator's layout is known: the check then adds 0.8 us to an 8 B call
-// instead of 1.2 (np 2, docs/verify.md). Open MPI's own 16-byte allreduce (0.4 us) is faster than that path
-// (0.6 us), so it keeps the library's. Through the library too before the layout is known, or when the path declines
-// (on every rank alike: its decline depends only on agreed outcomes).
+// multi-leader path, one leader) once the communicator's layout is known: there the check costs less than through
+// MPICH's own allreduce. Open MPI's own 16-byte allreduce is faster than that path, so it keeps the library's
+// (docs/verify.md "The argument check"). Through the library too before the layout is known, or when the path
+// declines (on every rank alike: its decline depends only on agreed outcomes).
 #if defined(ARSHIM_FLAVOR_OPENMPI)
 constexpr bool kCheckThroughNodeMemory = false;
 #else

@@ -38,8 +38,9 @@ int internode_allreduce(void* data, std::size_t count, const Call& call, MPI_Com
 // ARShim's ring among the leader communicator's h members (one per node): a reduce-scatter then an allgather, h-1
 // steps each, so every node sends and receives 2(h-1)/h of the partition, the bandwidth bound, for any h. MPICH
 // 4.0.2's allreduce meets a count of ranks that is not a power of two with a step that sends the whole vector to a
-// partner first and returns the result after: 2.7-3.2x the bound on 3 emulated nodes at 1 Gbit/s against 1.1-1.2x
-// on 2 (docs/cluster.md "Three nodes"). Block b is reduced along the ring in a fixed order and then copied to every
+// partner first and returns the result after, so the partner's link carries about twice the bound's bytes in
+// sequential phases and that step runs far from the bound where a power of two runs near it
+// (docs/cluster.md "Three nodes"). Block b is reduced along the ring in a fixed order and then copied to every
 // member, so every rank gets the same bits, call after call. `scratch` holds one block.
 int ring_allreduce(char* data, std::size_t count, const Call& call, MPI_Comm comm, char* scratch) {
     constexpr int kTag = 0x4152;  // the leader communicators are ARShim's own: no user message can match
@@ -74,11 +75,11 @@ int ring_allreduce(char* data, std::size_t count, const Call& call, MPI_Comm com
 }
 
 // One rank per node (ppn 1 on every node): no node phase, so the node window is not built (node_shm() declines),
-// and on the node counts where the inter-node step takes ARShim's ring the whole call goes round it among all ranks
-// (measured on 3 and 5-7 emulated nodes x 1: docs/cluster.md "One rank per node on three nodes"; the libraries and
-// the pipelined path fold the ranks beyond a power of two in and out there). The ring runs on a private split of
-// the user's communicator, so its point-to-point messages never meet the user's, in chunks whose blocks fit a fixed
-// scratch buffer (made on the first call, never grown: the hot path allocates nothing).
+// and on the node counts where the inter-node step takes ARShim's ring the whole call goes round it among all ranks:
+// the libraries and the pipelined path fold the ranks beyond a power of two in and out there, which the ring, at the
+// bandwidth bound for any count, avoids (docs/cluster.md "One rank per node on three nodes"). The ring runs on a
+// private split of the user's communicator, so its point-to-point messages never meet the user's, in chunks whose
+// blocks fit a fixed scratch buffer (made on the first call, never grown: the hot path allocates nothing).
 constexpr std::size_t kOneRankRingBlock = policy::model::kOneRankRingBlockBytes;  // the cost model's too
 
 struct OneRankRing : PathState {

@@ -29,11 +29,10 @@ constexpr std::size_t kSingleNodeChunk = 128 * 1024;
 // Several nodes: large enough that each leader's inter-node step (chunk / l bytes) is not latency-bound.
 constexpr std::size_t kMultiNodeChunk = 1 << 20;
 // Several nodes whose leaders go round ARShim's ring (shim/paths/multileader.cpp): the ring makes 2(h-1) blocking
-// exchanges per chunk, each paying a rendezvous, so larger chunks keep the link busier. 3 emulated hosts x 2,
-// two leaders, 4-16 MiB calls, time / bound with 1, 2, 4 MiB chunks: at 1 Gbit/s 1.40-1.53 / 1.24-1.30 / 1.17-1.20
-// (both MPIs), at 10 Gbit/s (CPU-bound here) within 5% of each other; 16 MiB gained nothing more at 1 Gbit/s
-// (docs/cluster.md "Three nodes"). Not for the library's step: MPICH between 2 hosts with one leader ran 1.4-1.8x
-// slower with 4 MiB chunks.
+// exchanges per chunk, each paying a rendezvous behind the data already queued on the link, so larger chunks keep
+// the link busier; 4 MiB is where the gain stopped (larger chunks gained nothing more), and where the ranks are
+// CPU-bound the chunk size does not matter. Not for the library's step, which ran slower with chunks this large
+// (docs/cluster.md "Chunks of 4 MiB on the ring").
 constexpr std::size_t kRingChunk = 4 << 20;
 
 }  // namespace
@@ -48,7 +47,8 @@ char* allocate_shared(MPI_Comm comm, bool owner, std::size_t bytes, MPI_Win* win
     // creation is not balanced per pair (counted with its pml monitoring at np 4: ranks 0 and 1 exchange 9 messages
     // one way and 8 the other), and the parity of the messages between two ranks sets the speed of their later small
     // calls (shim/base/mpi_util.h). Once per window: once per communicator, and per growth. MPICH shows no such
-    // effect, and its window costs 0.1-0.3 ms: made once there.
+    // effect, and its window is too dear to make twice for nothing: made once there
+    // (docs/paths.md "Twice, for Open MPI's sake").
     MPI_Win scratch = MPI_WIN_NULL;
     if (PMPI_Win_allocate_shared(size, 1, MPI_INFO_NULL, comm, &mine, &scratch) == MPI_SUCCESS) {
         PMPI_Win_set_errhandler(scratch, MPI_ERRORS_RETURN);
@@ -89,8 +89,8 @@ char* allocate_shared(MPI_Comm comm, bool owner, std::size_t bytes, MPI_Win* win
 }
 
 // Maps every page of the window into this process now, in the call that creates the window, rather than on each
-// page's first use: otherwise the first call that touches the second buffer set pays the page faults of its ranks
-// (measured 10-40x the bucket's median on the second call of a new window; docs/paths.md "First calls").
+// page's first use: otherwise the first call that touches the second buffer set pays the page faults of its ranks,
+// many times the bucket's median on the second call of a new window (docs/paths.md "First calls").
 // MADV_POPULATE_WRITE (Linux 5.14) does it in one system call; elsewhere one read per page.
 void prefault(char* start, std::size_t bytes) {
     const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096);

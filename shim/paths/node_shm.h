@@ -74,10 +74,10 @@ static_assert(sizeof(ShmCounter) == kCacheLine, "one counter per cache line");
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "shared-memory counters must be lock-free");
 
 // Waiting for the other ranks of the domain. Where the node has a core for each of its ranks, poll with a pause 16
-// times (~0.4 us here) or for ARSHIM_SPIN_US, then yield the CPU between polls: polls without a pause end before the
-// other rank can arrive, and a sched_yield() costs about as much as a small call (np 2, 8 B: 2.5x slower). Where the
-// node's ranks outnumber its online CPUs, 64 polls without a pause, then yield: each microsecond spent polling is
-// taken from the rank waited for (docs/paths.md "One node, small calls").
+// times (well under a microsecond) or for ARSHIM_SPIN_US, then yield the CPU between polls: polls without a pause end
+// before the other rank can arrive, and a sched_yield() costs about as much as a small call, so yielding early makes
+// small calls several times slower. Where the node's ranks outnumber its online CPUs, 64 polls without a pause, then
+// yield: each microsecond spent polling is taken from the rank waited for (docs/paths.md "One node, small calls").
 struct WaitPolicy {
     bool pause = false;                   // the node's ranks fit its CPUs
     std::chrono::nanoseconds budget{0};  // ARSHIM_SPIN_US
@@ -90,15 +90,15 @@ inline void wait_at_least(const std::atomic<uint64_t>& counter, uint64_t target)
     if (counter.load(std::memory_order_acquire) < target) wait_polling(counter, target);
 }
 
-// Waits that can be long: with several nodes a rank waits for the leaders' inter-node step (a 1 MiB chunk at
-// 1 Gbit/s: 8 ms). A rank that yields in a loop for that long still takes CPU time from the ones it waits for when
-// ranks share cores: on 2 x 2 emulated hosts on 2 cores, 5 of 13 launches of the one-leader path ran their inter-node
-// steps twice as slow, and none of 13 with the waiting ranks asleep (docs/cluster.md "One chunk ahead"). So after
-// ARSHIM_SLEEP_AFTER_US (default 1 ms) of polling and yielding, wait_sleeping sleeps on a futex on the counter's word
-// until a publish_waking of it (or, as a safety net, a timeout, then looks again). A wake costs a system call and
-// some microseconds of latency, only after a wait of 1 ms already. The counter's publishers must all use
-// publish_waking while a rank may sleep on it: run_shm_protocol uses both for its calls across nodes (and the
-// reproducible path's chain publishes waking), plain stores and waits otherwise.
+// Waits that can be long: with several nodes a rank waits for the leaders' inter-node step (milliseconds for a 1 MiB
+// chunk on a slow link). A rank that yields in a loop for that long still takes CPU time from the ones it waits for
+// when ranks share cores, and the leaders' network progress is what it takes: whole launches then ran their
+// inter-node steps far slower, and none did with the waiting ranks asleep (docs/cluster.md "One chunk ahead").
+// So after ARSHIM_SLEEP_AFTER_US (default 1 ms) of polling and yielding, wait_sleeping sleeps on a futex on the
+// counter's word until a publish_waking of it (or, as a safety net, a timeout, then looks again). A wake costs a
+// system call and some microseconds of latency, only after a wait of 1 ms already. The counter's publishers must
+// all use publish_waking while a rank may sleep on it: run_shm_protocol uses both for its calls across nodes (and
+// the reproducible path's chain publishes waking), plain stores and waits otherwise.
 void wait_sleeping(ShmCounter& counter, uint64_t target);
 void wake_sleepers(ShmCounter& counter);
 // Waits like wait_at_least, driving MPI's progress engine meanwhile (the reproducible chain's leaders: their sends and
@@ -190,7 +190,8 @@ ShmState* create_shm_state(PathContext& ctx, const ShmDomain& domain, std::size_
 char* allocate_shared(MPI_Comm comm, bool owner, std::size_t bytes, MPI_Win* window, std::string* why = nullptr);
 // Whether the `size` ranks of `comm` (a node's or socket's, as the layout says) really share memory: ARSHIM_VIRTUAL_PPN
 // can group ranks that do not. Without it, every domain is a node of MPI_COMM_TYPE_SHARED (the world's node map or the
-// context's own split) or a part of one, so the check (two splits, 30-40 us) is made only under ARSHIM_VIRTUAL_PPN.
+// context's own split) or a part of one, so the check (two splits: a cost worth paying only where the grouping may
+// be false) is made only under ARSHIM_VIRTUAL_PPN (docs/paths.md "Whether a node's ranks share memory").
 // Collective over `comm`; the caller agrees the outcome over the user's communicator.
 bool shares_memory(const PathContext& ctx, MPI_Comm comm, int size);
 // Frees what create_shm_state() made (collective over the domain: the window) and the state itself.
@@ -316,9 +317,9 @@ int run_shm_protocol(const Call& call, ShmState& state, kernels::NaryFn reduce, 
 
         // Several nodes: the next chunk's input goes into my slot before I wait for this chunk's result, so that the
         // leaders find every input there when their inter-node step ends instead of waiting for the ranks that were
-        // copying this chunk out (2 x 2 emulated hosts at 1 Gbit/s, one leader, MPICH: 3.5% of a 16 MiB call was
-        // the leaders' wait for inputs). Safe: the next chunk's buffer was last used by chunk s-1, whose slots every
-        // leader had reduced before storing reduced[*] >= s-1, which I saw when I copied chunk s-1 out.
+        // copying this chunk out, time the leaders' link would stand idle (docs/cluster.md "One chunk ahead"). Safe:
+        // the next chunk's buffer was last used by chunk s-1, whose slots every leader had reduced before storing
+        // reduced[*] >= s-1, which I saw when I copied chunk s-1 out.
         if (multinode && count - first > chunk_elements) {
             const std::size_t next_first = first + chunk_elements;
             const std::size_t next_n = std::min(chunk_elements, count - next_first);

@@ -35,8 +35,10 @@ namespace {
 // passed. True when the counter reached the target.
 bool poll_then_yield(const std::atomic<uint64_t>& counter, uint64_t target, std::chrono::microseconds yield_for) {
     if (g_wait.pause) {
-        constexpr int kPollsPerClockRead = 16;  // a clock read costs ~20 ns: once per block of polls, and none
-        auto poll_block = [&] {                 // before the first block is over (most waits end there)
+        // A clock read costs about as much as a pause (docs/paths.md "One node, small calls"): once per block of
+        // polls, and none before the first block is over (most waits end there).
+        constexpr int kPollsPerClockRead = 16;
+        auto poll_block = [&] {
             for (int i = 0; i < kPollsPerClockRead; ++i) {
                 if (counter.load(std::memory_order_acquire) >= target) return true;
                 cpu_relax();
@@ -108,8 +110,8 @@ void wake_sleepers(ShmCounter& counter) {
 
 // Waits like wait_at_least (node_shm.h), driving MPI's progress engine meanwhile: a leader's sends and receives up
 // and down the chain move only while its process is inside MPI (Open MPI's TCP transport in particular: without
-// this the chain ran at 0.34x of the default path at 1-16 MiB on emulated 1 Gbit/s links). MPI_Iprobe progresses
-// without completing any request.
+// this the chain ran at a fraction of the default path's speed; docs/reproducible.md "Across nodes"). MPI_Iprobe
+// progresses without completing any request.
 void wait_progressing(const std::atomic<uint64_t>& counter, uint64_t target, MPI_Comm comm) {
     for (int spin = 0; counter.load(std::memory_order_acquire) < target; ++spin) {
         if (spin % 16 == 15) {

@@ -239,7 +239,8 @@ bool node_fold(const Call& call, ReproState& rs, const Fold& f, int* rc) {
 }
 
 // The algorithm the decision names, or (auto) the node one where the layout allows it, else gather up to 1 KiB and
-// exchange beyond (on emulated 2 x 2 hosts at 1 Gbit/s the chain already beat gather at 4 KiB: 48 us against 124).
+// exchange beyond: gather is one collective but moves every rank's whole vector to every rank, so it pays only for
+// small vectors; by a few KiB the chain already beat it across nodes (docs/reproducible.md "Across nodes").
 constexpr std::size_t kGatherBytes = 1024;
 
 int run_fold(const Call& call, ReproState& rs, const Fold& f) {

@@ -1,10 +1,11 @@
 // Node windows kept for reuse across communicators (ARSHIM_SHM_REUSE; docs/paths.md "Reused windows").
 //
 // A program that makes a communicator, reduces a few times on it and frees it (a solver's MPI_Comm_dup per solve) used
-// to pay a new node window each time (0.1-0.2 ms at 8 B, against 13 us for ten native calls). When a communicator
-// is freed, its node window (with the node communicator the window was made on) is kept here instead, keyed by the
-// node's members (world ranks in node-rank order, the order of the window's slots); a later communicator whose node
-// has exactly those members takes it over on its first served call, for one small allreduce instead of a window.
+// to pay a new node window each time, which cost many times what its few small calls cost natively. When a
+// communicator is freed, its node window (with the node communicator the window was made on) is kept here instead,
+// keyed by the node's members (world ranks in node-rank order, the order of the window's slots); a later
+// communicator whose node has exactly those members takes it over on its first served call, for one small
+// allreduce instead of a window.
 //
 // Every rank of a node must keep or free a window alike, since freeing is collective over the node: when a
 // communicator is freed, its node's ranks agree in one allreduce over the node communicator whether all of them
