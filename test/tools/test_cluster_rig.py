@@ -439,3 +439,21 @@ def test_nested_invocations_do_not_lock_again(fake):
     fake.environ["ARSHIM_CLUSTER_LOCKED"] = "rt"
     assert fake.run("up") == 0
     assert not hasattr(fake.system, "locked")
+
+
+def test_watch_of_no_process_builds_nothing(fake, capsys):
+    assert fake.run("up", "--watch", "999999") == 1
+    assert one_line(capsys) == "arshim-cluster: error: --watch 999999: no such process"
+    assert not any(c[:3] == ["ip", "netns", "add"] and "probe" not in c[3] for c in fake.system.commands)
+
+
+def test_the_wrapper_starts_the_package():
+    """tools/cluster/arshim-cluster, as the tests, benchmarks and `arshim cluster` run it (nothing here touches the
+    machine: help, and a rig name refused before anything runs)."""
+    import subprocess
+    script = os.path.join(os.path.dirname(__file__), "..", "..", "tools", "cluster", "arshim-cluster")
+    p = subprocess.run(["bash", script, "--help"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and p.stdout.startswith("arshim-cluster: an emulated multi-host cluster")
+    p = subprocess.run(["bash", script, "--name", "NO", "status"], capture_output=True, text=True, timeout=60,
+                       cwd="/", env={"PATH": "/usr/bin:/bin", "PYTHONPATH": "/nonexistent"})
+    assert (p.returncode, p.stderr) == (2, "arshim-cluster: bad rig name 'NO' (a-z, 0-9, -; at most 16)\n")

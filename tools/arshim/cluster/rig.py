@@ -219,11 +219,14 @@ class Rig:
             raise Failure(f"virtual host {name} did not start")
         write_file(self.names.state_file(f"anchor-h{i}.pid"), f"{process.pid}\n")
 
+    def check_watch(self, owner):
+        if not (owner.isdigit() and self.system.alive(owner)):
+            raise Failure(f"--watch {owner}: no such process")
+
     def start_reaper(self, owner):
         """A detached watcher: when the owner dies (even by SIGKILL, when its traps cannot run) it takes the rig
         down, if it is still the instance it watched."""
-        if not (owner.isdigit() and self.system.alive(owner)):
-            raise Failure(f"--watch {owner}: no such process")
+        self.check_watch(owner)
         old = (self.read_state("reaper.pid") or "").strip()
         if old.isdigit() and self.system.alive(old):
             self.system.signal([old])
@@ -243,6 +246,8 @@ class Rig:
         hosts = plan.check_hosts(hosts)
         rate = plan.rate_of(link)
         plan.check_mtu(mtu)
+        if watch is not None:
+            self.check_watch(watch)  # before anything is built: a rig that nobody would take down
         if self.is_up() and self.hosts == hosts:
             if self.link != rate:
                 self.shape_links(rate)
