@@ -3,8 +3,6 @@ every command and keeps just enough state (namespaces, live PIDs) for the rig's 
 on the machine."""
 import os
 
-import pytest
-
 from arshim.cluster import cli
 
 
@@ -129,9 +127,3 @@ class Harness:
     def up(self, *args):
         assert self.run("up", *args) == 0
         self.system.clear()
-
-
-@pytest.fixture
-def fake(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    return Harness(tmp_path, FakeSystem())

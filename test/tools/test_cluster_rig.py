@@ -7,8 +7,8 @@ import pytest
 
 from arshim.cluster import plan
 from arshim.cluster import system as real_system
-from arshim.cluster.rig import Rig
-from cluster_fake import FakeSystem, fake  # noqa: F401 (fixture)
+from arshim.cluster.jobs import Jobs as Rig
+from cluster_fake import FakeSystem
 
 NSENTER = ["nsenter", "-t", "{anchor}", "-n", "-u", "-m", "-i", "--", "/bin/sh", "-c",
            'cd "$1" 2>/dev/null || cd /; shift; exec "$@"', "sh", "{cwd}"]

@@ -4,7 +4,8 @@ UTS, mount and IPC namespaces joined by shaped veth links (docs/cluster.md).
   plan     names, addresses, link rates and tbf settings, the state files' text, the commands that build the rig
   launch   mpirun command lines for both MPIs on the rig (hosts, fake ssh, transports, helpers), `wrap`'s rewriting
   verify   judging and printing what `verify` measured
-  rig      the rig's operations (up, down, shape, status, clean, exec, mpirun, wrap, run, verify) and its lock
+  rig      the rig itself: up, down, shape, status, clean, exec, its state and lock
+  jobs     what runs on it: mpirun, wrap, run, verify
   cli      the command line: options, messages, exit statuses
   system   the thin layer that runs ip, tc, nsenter and the launchers (faked by the unit tests)
 """

@@ -6,7 +6,7 @@ import sys
 
 from . import Failure
 from . import plan
-from .rig import Rig
+from .jobs import Jobs
 from .system import System
 from ..flavors import FLAVORS
 from ..sizes import parse_size
@@ -193,7 +193,7 @@ def dispatch(argv, system, environ, run_dir):
     names = plan.Names.from_environment(environ, run_dir)
     # for the rig's own children (the reaper, the fake ssh); never the ranks (launch.launch_env)
     environ["ARSHIM_CLUSTER_NAME"], environ["ARSHIM_CLUSTER_STATE"] = names.prefix, names.state
-    rig = Rig(names, system, environ, TOOLS_DIR)
+    rig = Jobs(names, system, environ, TOOLS_DIR)
     command, args = (argv[0], argv[1:]) if argv else ("", [])
     if command in ("", "-h", "--help", "help"):
         sys.stdout.write(USAGE)
