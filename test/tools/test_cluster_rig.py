@@ -317,6 +317,7 @@ def test_verify_counts_failures(fake, capsys):
     (["up", "--sideways"], 2, "arshim-cluster: error: up: unknown option '--sideways'"),
     (["up", "--watch", "abc"], 1, "arshim-cluster: error: --watch abc: no such process"),
     (["--name"], 2, "arshim-cluster: --name needs a value"),
+    (["down", "--name"], 2, "arshim-cluster: --name needs a value"),  # never the default rig instead
     (["--name", "Bad", "status"], 2, "arshim-cluster: bad rig name 'Bad' (a-z, 0-9, -; at most 16)"),
     (["status", "--name", "x_y"], 2, "arshim-cluster: bad rig name 'x_y' (a-z, 0-9, -; at most 16)"),
     (["shape"], 1, "arshim-cluster: error: the rig is not up"),

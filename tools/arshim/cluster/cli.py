@@ -92,11 +92,11 @@ def parse(args, values=(), flags=None, unknown=None, stop_at_word=False, dashdas
 
 def move_name(argv):
     """`--name NAME` selects the rig, before the command or right after it (the launcher cannot pass an option
-    first): (name or None, the other arguments)."""
+    first): (name or None, the other arguments). An empty name is refused: it would select the default rig."""
     if len(argv) >= 2 and argv[1] == "--name" and not argv[0].startswith("-"):
         argv = ["--name", argv[2] if len(argv) > 2 else ""] + argv[:1] + argv[3:]
     if argv[:1] == ["--name"]:
-        if len(argv) < 2:
+        if len(argv) < 2 or not argv[1]:
             raise Failure("--name needs a value", 2, plain=True)
         return argv[1], argv[2:]
     return None, argv

@@ -1,5 +1,5 @@
 """The only part of the rig that touches the machine: running `ip`, `tc`, `nsenter` and the launchers, starting
-detached processes, signalling PIDs, the lock. Everything above it (plan, launch, verify, rig, cli) calls these
+detached processes, signalling PIDs, the lock. Everything above it (plan, launch, verify, rig, jobs, cli) calls these
 methods and nothing else that has side effects outside the rig's state directory, so the unit tests replace this
 class with a fake that records the commands (test/tools/test_cluster*.py)."""
 import fcntl
