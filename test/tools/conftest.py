@@ -30,3 +30,11 @@ def sample_log():
         with open(os.path.join(DATA, name)) as f:
             return json.load(f)
     return load
+
+
+@pytest.fixture
+def fake(tmp_path, monkeypatch):
+    """`arshim cluster` against a fake command layer, its state in tmp_path (test/tools/cluster_fake.py)."""
+    from cluster_fake import FakeSystem, Harness
+    monkeypatch.chdir(tmp_path)
+    return Harness(tmp_path, FakeSystem())

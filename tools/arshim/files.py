@@ -137,12 +137,12 @@ def read_json(path, limit=DEFAULT_LIMIT, max_depth=MAX_DEPTH):
     return parse_json(path, read_text(path, limit), max_depth)
 
 
-def write_file(path, text):
+def write_file(path, text, mode=0o644):
     """Writes a whole file or nothing: a new temporary file beside it (O_EXCL | O_NOFOLLOW: never through a symlink
     planted in a shared directory), then renamed over the name (which replaces a symlink, never follows it)."""
     tmp = f"{path}.tmp.{os.getpid()}"
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
         with os.fdopen(fd, "w") as f:
             f.write(text)
             f.flush()
