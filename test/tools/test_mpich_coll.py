@@ -361,3 +361,78 @@ def test_version_warning_and_incomplete_harness(tmp_path):
     os.unlink(suite / "util" / "dtypes.c")
     rc, out, err = run("--source", str(suite), "--list")
     assert rc == 2 and err.strip().endswith("util/dtypes.c missing")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Runs, with a stand-in for test/mpi/mpirun.sh (no MPI): what is printed and recorded for each verdict
+
+FAKE_MPIRUN = """\
+#!/bin/sh
+# mpirun.sh FLAVOR NP LIB [VAR=VALUE ...] -- PROGRAM: prints what the program named in the test would
+flavor=$1 lib=$3
+while [ "$1" != -- ]; do shift; done
+case $2 in
+  ./good) echo " No Errors"; [ "$lib" = none ] || cat "$SUMMARY" ;;
+  ./avx) echo "(0) Error for type MPI_INT8_T and op MPI_SUM"; echo " Found 1 errors"; exit 1 ;;
+  ./hang) exec sleep 60 ;;
+esac
+"""
+
+
+@pytest.fixture
+def runner(tmp_path, monkeypatch):
+    mpirun = tmp_path / "mpirun.sh"
+    mpirun.write_text(FAKE_MPIRUN)
+    mpirun.chmod(0o755)
+    (tmp_path / "summary").write_text(SUMMARY_OK)
+    monkeypatch.setenv("SUMMARY", str(tmp_path / "summary"))
+    for flavor in ("mpich", "openmpi"):
+        (tmp_path / "build" / flavor).mkdir(parents=True)
+        (tmp_path / "logs" / flavor).mkdir(parents=True)
+    opts = mc.argparse.Namespace(timeout=1, backtraces=False, verbose=False, mpirun_sh=str(mpirun), set=[])
+    built = {"mpich": {"good", "hang"}, "openmpi": {"good", "avx"}}
+    return mc.Runner(opts, str(tmp_path), {"mpich": "/l/mpich.so", "openmpi": "/l/ompi.so"}, None, built)
+
+
+def verdicts(runner, cases, capsys):
+    runs = {name: mc.Run(name, np_, np_) for name, np_, _, _ in cases}
+    tally = mc.Tally(list(runs.values()), ["mpich", "openmpi"], list(mc.CONFIGS))
+    for name, _, flavor, config in cases:
+        runner.run(runs[name], flavor, config, f"{name} {flavor} {config}", tally)
+    return [tally.cells[runs[n], f, c] for n, _, f, c in cases], capsys.readouterr().out, tally
+
+
+def test_runs_that_pass(runner, capsys):
+    cells, out, tally = verdicts(runner, [("good", 4, "mpich", "native"), ("good", 4, "openmpi", "multileader")],
+                                 capsys)
+    assert cells == [mc.OK, mc.OK] and tally.exit_status() == 0
+    lines = out.splitlines()
+    assert lines[0].startswith("ok   good mpich native  ") and lines[0].endswith("s")
+    assert lines[1].endswith("s  paths: native=177 multileader=162; verified 299 calls")
+    with open(os.path.join(runner.workdir, "logs", "openmpi", "good.multileader.log")) as f:
+        assert f.readline().startswith(f"# {runner.opts.mpirun_sh} openmpi 4 /l/ompi.so ARSHIM_PATH=multileader ")
+
+
+def test_known_bug_not_built_and_not_applicable(runner, capsys):
+    cells, out, tally = verdicts(runner, [("avx", 4, "openmpi", "native"), ("avx", 4, "mpich", "native"),
+                                          ("good", 3, "mpich", "multileader-vppn2")], capsys)
+    assert cells == [mc.BUG, mc.NOT_BUILT, mc.NA] and tally.exit_status() == 1
+    assert "known library bug, not ARShim: Open MPI 4.1.x op/avx saturates" in out
+    assert "      | (0) Error for type MPI_INT8_T and op MPI_SUM" in out
+    assert "FAIL avx mpich native  not built (see " in out
+    assert "skip good mpich multileader-vppn2  (needs np even or >= 4)" in out
+
+
+def test_an_arshim_run_with_the_bug_is_a_failure(runner, capsys):
+    cells, out, _ = verdicts(runner, [("avx", 4, "openmpi", "default")], capsys)
+    assert cells == [mc.FAIL]
+    assert "exit status 1; no ' No Errors' line (Found 1 errors)" in out
+
+
+def test_a_hung_run_is_stopped(runner, capsys):
+    cells, out, tally = verdicts(runner, [("hang", 2, "mpich", "native")], capsys)
+    assert cells == [mc.FAIL] and runner.current is None
+    assert "no end after 1 s: hang (stopped); no ' No Errors' line" in out
+    with open(os.path.join(runner.workdir, "logs", "mpich", "hang.native.log")) as f:
+        assert "### arshim mpich-tests: no end after 1 s; stopping the run" in f.read()
+    assert tally.failures[0].startswith("hang np=2 mpich native: no end after 1 s")
