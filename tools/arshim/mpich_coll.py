@@ -101,7 +101,8 @@ class KnownBug:
 KNOWN_BUGS = (
     KnownBug("mpich", ("MPI_MIN", "MPI_MAX"), r"^MPI_(UNSIGNED(_CHAR|_SHORT|_LONG|_LONG_LONG)?|UINT(8|16|32|64)_T)$",
              "MPICH 4.0.x compares unsigned integers as signed in MIN/MAX (pmodels/mpich#6083)"),
-    KnownBug("openmpi", ("MPI_SUM",), r"^MPI_(U?INT(8|16)_T|SIGNED_CHAR|UNSIGNED_CHAR|SHORT|UNSIGNED_SHORT|INTEGER[12])$",
+    KnownBug("openmpi", ("MPI_SUM",),
+             r"^MPI_(U?INT(8|16)_T|SIGNED_CHAR|UNSIGNED_CHAR|SHORT|UNSIGNED_SHORT|INTEGER[12])$",
              "Open MPI 4.1.x op/avx saturates 8/16-bit integer SUM (ompi#8045)"),
     KnownBug("openmpi", ("MPI_MIN", "MPI_MAX"), r"^MPI_UNSIGNED_LONG$",
              "Open MPI 4.1.2-4.1.4 compares MPI_UNSIGNED_LONG as signed in MIN/MAX (ompi#10525)"),
@@ -270,14 +271,19 @@ def log_name(run, config):
 # ------------------------------------------------------------------------------------------------------------------
 # Judging a run from its log
 
+# ARShim's summary lines that carry a count which must be 0: the line, the count in it, the reason a count gives.
+SUMMARY_COUNTS = (
+    (r"^arshim\[0\] verify: .* [0-9]+ mismatches.*$", r" ([0-9]+) mismatches", "verify: {} mismatches"),
+    (r"^arshim\[0\] argument check: .* [0-9]+ with arguments that differ.*$", r" ([0-9]+) with arguments that differ",
+     "argument check: {} calls with arguments that differ"),
+)
+# Lines that an ARShim run must not print at all: what they contain, the reason their number gives.
+ALARM_LINES = (("MISMATCH", "{} MISMATCH lines"), ("arguments differ", "{} 'arguments differ' lines"))
+
+
 def first_match(pattern, log):
     match = re.search(pattern, log, re.M)
     return match.group(0) if match else None
-
-
-def count_in_line(pattern, line):
-    """The last count `pattern` (with one group) finds in an ARShim summary line."""
-    return int(re.findall(pattern, line)[-1])
 
 
 def judge(config, rc, timed_out, log, timeout_s):
@@ -298,18 +304,16 @@ def judge(config, rc, timed_out, log, timeout_s):
         return reasons
     if rc == 0 and not re.search(r"^arshim\[0\] summary:", log, re.M):
         reasons.append("no ARShim summary line (was ARShim preloaded?)")
-    line = first_match(r"^arshim\[0\] verify: .* [0-9]+ mismatches.*$", log)
-    if line and count_in_line(r" ([0-9]+) mismatches", line):
-        reasons.append(f"verify: {count_in_line(r' ([0-9]+) mismatches', line)} mismatches")
-    line = first_match(r"^arshim\[0\] argument check: .* [0-9]+ with arguments that differ.*$", log)
-    if line and count_in_line(r" ([0-9]+) with arguments that differ", line):
-        n = count_in_line(r" ([0-9]+) with arguments that differ", line)
-        reasons.append(f"argument check: {n} calls with arguments that differ")
+    for line_pattern, count_pattern, reason in SUMMARY_COUNTS:
+        line = first_match(line_pattern, log)
+        count = int(re.findall(count_pattern, line)[-1]) if line else 0  # the last count of the line, as sed's
+        if count:
+            reasons.append(reason.format(count))
     lines = log.splitlines()
-    for text, reason in (("MISMATCH", "MISMATCH lines"), ("arguments differ", "'arguments differ' lines")):
-        n = sum(text in ln for ln in lines)
-        if n:
-            reasons.append(f"{n} {reason}")
+    for text, reason in ALARM_LINES:
+        count = sum(text in line for line in lines)
+        if count:
+            reasons.append(reason.format(count))
     return reasons
 
 
@@ -487,7 +491,7 @@ def extract_tests(tarball, workdir):
                           errors="replace")
     if done.returncode != 0:
         first = " ".join(done.stderr.splitlines()[:3])
-        raise CheckError(f"cannot unpack MPICH's test/mpi from {tarball}: {first}")
+        raise CheckError(f"cannot unpack MPICH's test/mpi from {tarball}: {escape(first)}")
     suites = [d for pattern in ("test/mpi", "*/test/mpi", "*/*/test/mpi")
               for d in sorted(glob.glob(os.path.join(glob.escape(dest), pattern))) if os.path.isdir(d)]
     if not suites or not is_test_suite(suites[0]):
@@ -985,11 +989,10 @@ def mpich_suite(opts, workdir):
     return tdir
 
 
-def check(opts, workdir, state):
+def check(opts, libs, yield_lib, workdir, state):
     """Everything after the options: source, tests, build, runs, tally. The exit status."""
     started = time.monotonic()
     tdir = mpich_suite(opts, workdir)
-    libs, yield_lib = opts.libs, opts.yield_lib
     if not opts.list:
         libs, yield_lib = snapshot_libraries(libs, yield_lib, workdir)
     coll = os.path.join(tdir, "coll")
@@ -1027,7 +1030,7 @@ def main(argv=None):
     opts = build_parser().parse_args(argv)
     try:
         validate(opts)
-        opts.libs, opts.yield_lib = check_tools(opts)
+        libs, yield_lib = check_tools(opts)
         made = not opts.workdir
         workdir = tempfile.mkdtemp(prefix="mpich-coll-tests.") if made else os.path.abspath(opts.workdir)
         os.makedirs(workdir, exist_ok=True)
@@ -1040,7 +1043,7 @@ def main(argv=None):
     state = argparse.Namespace(keep=opts.keep, runner=None)
     previous = signal.signal(signal.SIGTERM, interrupted)
     try:
-        return check(opts, workdir, state)
+        return check(opts, libs, yield_lib, workdir, state)
     except ToolError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2
