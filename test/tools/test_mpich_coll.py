@@ -227,6 +227,10 @@ def test_arshim_digest_and_warnings():
     assert mc.arshim_digest(SUMMARY_OK) == "paths: native=177 multileader=162; verified 299 calls"
     assert mc.arshim_digest(" No Errors\n") == ""
     assert mc.warning_count(SUMMARY_OK + "arshim[1] warning: x\narshim[0] error: y\nsome arshim[0] warning: z\n") == 2
+    assert mc.passed_digest("native", SUMMARY_OK) == ""
+    assert mc.passed_digest("native", " No Errors\narshim[3] warning: x\n") == "; 1 ARShim warning/error lines (see log)"
+    assert mc.passed_digest("default", SUMMARY_OK + "arshim[0] error: y\n").endswith(
+        "verified 299 calls; 1 ARShim warning/error lines (see log)")
 
 
 def test_descendants_of_a_run():

@@ -400,6 +400,13 @@ def warning_count(log):
     return len(re.findall(r"^arshim\[[0-9]+\] (?:warning|error):", log, re.M))
 
 
+def passed_digest(config, log):
+    """What the line of a passed run adds: ARShim's digest, and how many warnings ARShim printed."""
+    digest = arshim_digest(log) if config != "native" else ""
+    warnings = warning_count(log)
+    return digest + (f"; {warnings} ARShim warning/error lines (see log)" if warnings else "")
+
+
 # ------------------------------------------------------------------------------------------------------------------
 # The tally
 
@@ -785,10 +792,7 @@ class Runner:
         log = read_log(log_path)
         why = "; ".join(judge(config, rc, timed_out, log, self.opts.timeout))
         if not why:
-            digest = arshim_digest(log) if config != "native" else ""
-            warnings = warning_count(log)
-            if warnings:
-                digest += f"; {warnings} ARShim warning/error lines (see log)"
+            digest = passed_digest(config, log)
             print(f"ok   {tag}  {seconds}s" + (f"  {digest}" if digest else ""), flush=True)
             tally.record(run, flavor, config, OK)
             return
