@@ -8,6 +8,7 @@
   arshim bench kernels|allreduce|cma ...
   arshim cluster up|run|verify|down ...
   arshim simulate --nodes N --ppn P [--topology flat|fat-tree|torus] [--sizes ...] (SimGrid SMPI)
+  arshim mpich-tests [--source PATH] [--flavors ...] [--configs ...] [--tests ...]   (development tool)
   arshim --version
 
 ARShim's settings are ARSHIM_* environment variables (`arshim policy options`, man arshim, README.md).
@@ -46,7 +47,7 @@ def tools_dirs(installed=True):
 
 
 sys.path.insert(0, next((d for d in tools_dirs() if os.path.isfile(os.path.join(d, "arshim", "__init__.py"))), HERE))
-from arshim import ToolError, launchers, report, simulate, tune  # noqa: E402
+from arshim import ToolError, launchers, mpich_coll, report, simulate, tune  # noqa: E402
 from arshim.flavors import FAMILY, FLAVORS, launcher_flavor, program_flavor  # noqa: E402
 
 
@@ -209,6 +210,18 @@ def cmd_simulate(args):
     return simulate.main(extra + args.rest)
 
 
+def cmd_mpich_tests(args):
+    """arshim mpich-tests, told where the source tree is (its test/mpi/mpirun.sh launches the runs) and which build
+    to test by default: the build this script is part of (build/tools/arshim), else the source tree's build/."""
+    source, build = build_source_dir(), os.path.normpath(os.path.join(HERE, ".."))
+    if source is None and os.path.isfile(os.path.join(build, "test", "mpi", "mpirun.sh")):
+        source, build = build, os.path.join(build, "build")  # tools/arshim.py of a source tree
+    if source is None:
+        raise ToolError("mpich-tests is a development tool: run it from a source tree (tools/arshim.py) or a build "
+                        "tree (build/tools/arshim)")
+    return mpich_coll.main(["--repo-root", source, "--default-build-dir", build] + args.rest)
+
+
 def cmd_cluster(args):
     path = find_script(os.path.join("cluster", "arshim-cluster"), build_tree_only=True)
     os.execv("/bin/bash", ["/bin/bash", path] + args.rest)
@@ -221,6 +234,8 @@ PASSTHROUGH = {
     "cluster": ("run programs on an emulated multi-host cluster (network namespaces)", cmd_cluster),
     "tune": ("measure this machine under your launcher line and write a tuned policy table", cmd_tune),
     "simulate": ("allreduce times of a simulated cluster, with and without ARShim (SimGrid SMPI)", cmd_simulate),
+    "mpich-tests": ("run MPICH's own MPI_Allreduce tests natively and with ARShim (development tool)",
+                    cmd_mpich_tests),
 }
 
 
@@ -276,7 +291,7 @@ def main(argv=None):
     bench.add_argument("rest", nargs=argparse.REMAINDER, help="options of the benchmark (--help for them)")
     bench.set_defaults(func=cmd_bench)
 
-    for name in ("report", "cluster", "simulate"):
+    for name in ("report", "cluster", "simulate", "mpich-tests"):
         sub.add_parser(name, help=PASSTHROUGH[name][0], add_help=False)
 
     parser.add_argument("--version", action="version", version=version_text(),

@@ -10,6 +10,7 @@ share these modules instead of each keeping its own copy.
   report     `arshim report`
   tune       `arshim tune`
   simulate   `arshim simulate` (SimGrid SMPI)
+  mpich_coll `arshim mpich-tests` (MPICH's own allreduce tests, natively and with ARShim; development tool)
 
 Standard library only, except jsonschema (statslog) and matplotlib (report --plot), imported through need().
 """
