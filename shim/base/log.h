@@ -5,6 +5,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <atomic>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -26,6 +28,11 @@ spdlog::logger& logger();
 // One line per distinct `key` for the whole run (rate limit for repeated warnings).
 bool first_time(const std::string& key);
 
+// Warnings and errors issued by this process so far, written or not at the level in force: the trace's "end" event
+// carries them, so a test can check that a run warned (or did not) without reading the lines.
+inline std::atomic<uint64_t> g_warnings{0};
+inline std::atomic<uint64_t> g_errors{0};
+
 namespace detail {
 // Every value a message carries goes through printable() (policy/text.h): text from the user's environment, files,
 // symbol tables and the MPI library may hold newlines that forge a line or escape sequences that drive the terminal.
@@ -46,6 +53,8 @@ auto safe(const T& value) {
 // (strings stay strings, numbers stay numbers, so every format spec still applies).
 template <typename... Args>
 void write(spdlog::level::level_enum level, spdlog::format_string_t<Args...> fmt, Args&&... args) {
+    if (level == spdlog::level::warn) g_warnings.fetch_add(1, std::memory_order_relaxed);
+    if (level == spdlog::level::err) g_errors.fetch_add(1, std::memory_order_relaxed);
     spdlog::logger& out = logger();
     if (!out.should_log(level)) return;
     out.log(level, fmt::runtime(fmt::string_view(fmt)), safe(args)...);

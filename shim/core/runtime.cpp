@@ -153,7 +153,9 @@ int finalize_callback(MPI_Comm, int, void*, void*) {
             calls[vocab::kPathNames[p]] = totals.calls[p];
         for (std::size_t r = 0; r < vocab::kReasonCount; ++r)
             if (totals.reasons[r] > 0) reasons[vocab::kReasonNames[r]] = totals.reasons[r];
-        trace::event("end", {{"calls", calls}, {"library_reasons", reasons}});
+        trace::event("end", {{"calls", calls}, {"library_reasons", reasons},
+                             {"warnings", log::g_warnings.load(std::memory_order_relaxed)},
+                             {"errors", log::g_errors.load(std::memory_order_relaxed)}});
         trace::stop();
     }
     // Kept windows first (token order), then the live contexts' (creation order), whose offers are refused now:

@@ -112,7 +112,8 @@ void Check::finish(const Call& call, int rc, KeyBook& book, bool library_bug) {
                      {{"communicator", call.ctx.stats_id}, {"datatype", datatype_name(args.datatype)},
                       {"op", mpi_op_name(args.op)}, {"count", count}, {"path", vocab::path_name(call.decision.path())},
                       {"differs_here", differs}, {"first_element", differs ? static_cast<int64_t>(verdict.first) : -1},
-                      {"lowest_rank", lowest}, {"highest_rank", highest}, {"library_bug", library_bug}});
+                      {"lowest_rank", lowest}, {"highest_rank", highest}, {"library_bug", library_bug},
+                      {"strict_abort", lowest >= 0 && !library_bug && call.ctx.settings->strict}});
     if (lowest < 0) return;
 
     const bool first_for_key = !book.mismatch_reported;

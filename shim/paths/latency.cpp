@@ -28,6 +28,7 @@
 #include "shim/base/mpi_util.h"
 #include "shim/paths/node_shm.h"
 #include "shim/paths/paths.h"
+#include "shim/stats/trace.h"
 
 // Tests only (test/verify/kernel_fault.cpp, never installed): nonzero = no wait for the other ranks' slots, which
 // must make test/mpi/check_sequence fail.
@@ -115,6 +116,8 @@ LatencyState* latency_state(PathContext& ctx, vocab::Reason* reason) {
     int all_ok = ok;
     PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, ctx.comm);
     if (!all_ok) {
+        if (ctx.rank == 0 && !why.empty() && trace::on())  // as node_shm.cpp's event
+            trace::event("window_refused", {{"communicator", ctx.stats_id}, {"window", "latency node"}, {"error", why}});
         if (ctx.rank == 0 && log::first_time("latency-shm")) {
             if (!why.empty())  // the words of node_shm.cpp's warning: one sentence for one event, whichever path
                 log::warn("node shared-memory window refused by the MPI library ({}): latency calls run native", why);

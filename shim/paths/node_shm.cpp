@@ -15,6 +15,7 @@
 #include "shim/base/mpi_util.h"
 #include "shim/paths/paths.h"
 #include "shim/paths/window_pool.h"
+#include "shim/stats/trace.h"
 
 // Tests only (test/verify/kernel_fault.cpp, never installed): every window fails to build. Null in the product. (The
 // waits, and their test hook, are in node_wait.cpp.)
@@ -178,6 +179,9 @@ ShmState* create_shm_state(PathContext& ctx, const ShmDomain& domain, std::size_
     if (!all_ok) {
         if (state->window != MPI_WIN_NULL) PMPI_Win_free(&state->window);
         if (ctx.rank != 0) return state;
+        // Every refusal as data (the warning below is once per process, for people).
+        if (!why.empty() && trace::on())
+            trace::event("window_refused", {{"communicator", ctx.stats_id}, {"window", domain.name}, {"error", why}});
         if (!why.empty()) {  // the library's reason, once per process
             if (log::first_time(std::string(domain.name) + "-shm-error"))
                 log::warn("{} shared-memory window refused by the MPI library ({}): multileader and sharp calls run "
@@ -251,6 +255,9 @@ PhaseTimes g_phase_times;
 void report_phase_times(int world_rank) {
     const PhaseTimes& t = g_phase_times;
     if (!g_phase_times_on || t.chunks == 0) return;
+    if (trace::on())  // the counts as data; the line below is for people
+        trace::event("phases", {{"calls", t.calls}, {"chunks", t.chunks}, {"internode_steps", t.internode_steps},
+                                {"ring_steps", t.ring_steps}, {"sleeps", t.sleeps}});
     const double total = t.copy_in + t.wait_inputs + t.reduce + t.internode + t.wait_results + t.copy_out;
     auto ms = [](double s) { return s * 1e3; };
     std::fprintf(stderr,
@@ -313,6 +320,9 @@ FirstWindow first_window(PathContext& ctx, NodeShm& node, ShmDomain& domain) {
     if (ctx.rank == 0)
         log::debug("node window of a {}-rank communicator taken over from a freed one ({} byte chunks)", ctx.size,
                    node.state->chunk_bytes);
+    if (ctx.rank == 0 && trace::on())
+        trace::event("window_taken", {{"communicator", ctx.stats_id}, {"comm_size", ctx.size},
+                                      {"chunk_bytes", node.state->chunk_bytes}});
     return FirstWindow::taken;
 }
 

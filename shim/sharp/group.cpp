@@ -10,6 +10,7 @@
 
 #include "policy/text.h"
 #include "shim/base/log.h"
+#include "shim/stats/trace.h"
 #include "shim/stats/sharp_counts.h"
 
 namespace arshim::sharp {
@@ -91,9 +92,12 @@ void create_group(PathContext& ctx, Group& g, const GroupSpec& spec) {
             }
         } else {
             if (ctx.rank == 0) count(Counter::group_failures);  // group events: once per communicator
-            if (ctx.rank == 0 && log::first_time("sharp-group-local"))
+            if (ctx.rank == 0 && log::first_time("sharp-group-local")) {
                 log::warn("SHARP group ({} leaders) not created: {}; sharp-routed calls on that communicator run "
                           "native", spec.name, stage_text(kLocal));
+                trace::event("sharp_warning", {{"problem", "group_not_created"}, {"leaders", spec.name},
+                                               {"stage", stage_text(kLocal)}});
+            }
         }
         return;
     }
@@ -197,10 +201,13 @@ void create_group(PathContext& ctx, Group& g, const GroupSpec& spec) {
             const auto line = fmt::format("SHARP group ({} leaders, {} members) not created: {}: {}; sharp-routed "
                                           "calls on that communicator run native",
                                           spec.name, spec.members, stage_text(static_cast<int>(-mins[2])), why);
-            if (lib.mode == Mode::on)
+            if (lib.mode == Mode::on) {
                 log::warn("{}", line);
-            else
+                trace::event("sharp_warning", {{"problem", "group_not_created"}, {"leaders", spec.name},
+                                               {"stage", stage_text(static_cast<int>(-mins[2]))}, {"error", why}});
+            } else {
                 log::info("{}", line);
+            }
         }
         return;
     }
@@ -211,10 +218,12 @@ void create_group(PathContext& ctx, Group& g, const GroupSpec& spec) {
                                           "aggregation (SAT) is off on that communicator, large calls take the "
                                           "host path",
                                           spec.name, lib.api->describe(static_cast<int>(mins[4])));
-            if (lib.mode == Mode::on)
+            if (lib.mode == Mode::on) {
                 log::warn("{}", line);
-            else
+                trace::event("sharp_warning", {{"problem", "registration_failed"}, {"leaders", spec.name}});
+            } else {
                 log::info("{}", line);
+            }
         }
     }
     g.usable = true;

@@ -6,6 +6,7 @@
 
 #include "policy/text.h"
 #include "shim/base/log.h"
+#include "shim/stats/trace.h"
 
 namespace arshim::sharp {
 
@@ -78,6 +79,8 @@ const Library& library(const Config& config) {
 
 void warn_missing(const Library& lib, const char* detail) {
     if (!log::first_time("sharp-missing")) return;
+    // The warning as data (docs/stats.md "The trace"), for tests: one event per warning line.
+    trace::event("sharp_warning", {{"problem", "library_missing"}, {"error", detail}});
     log::warn("ARSHIM_SHARP=on but the SHARP library ARSHIM_SHARP_LIB={} cannot be loaded ({}): sharp-routed "
               "calls fall back to the MPI library's allreduce",
               printable(lib.file, 200), detail);

@@ -38,6 +38,7 @@
 #include "shim/sharp/group.h"
 #include "shim/sharp/lib.h"
 #include "shim/stats/sharp_counts.h"
+#include "shim/stats/trace.h"
 #include "shim/sharp/topology.h"
 #include "shim/paths/paths.h"
 
@@ -363,11 +364,14 @@ void after_failure(const Call& call, Level& level, const Outcome& all, CallResul
         result.to_host(Counter::host_error);
         int leader_rank = 0;
         PMPI_Comm_rank(level.leader_comm, &leader_rank);
-        if (leader_rank == 0 && log::first_time("sharp-error"))
+        if (leader_rank == 0 && log::first_time("sharp-error")) {
+            const std::string why = g.api != nullptr ? g.api->describe(all.rc) : std::to_string(all.rc);
             log::warn("SHARP allreduce failed on a {} leader: {}; SHARP is disabled on this communicator ({} "
                       "ranks), the call completed on the host path",
-                      level.name, g.api != nullptr ? g.api->describe(all.rc) : std::to_string(all.rc),
-                      call.ctx.size);
+                      level.name, why, call.ctx.size);
+            trace::event("sharp_warning", {{"problem", "allreduce_failed"}, {"leaders", level.name},
+                                           {"communicator", call.ctx.stats_id}, {"error", why}});
+        }
         break;
     }
     }

@@ -246,7 +246,9 @@ std::string to_json(const Report& r) {
     doc["library_bugs"] = library_bugs;
     verify["enabled"] = r.run->verify_calls > 0;
     verify["calls_per_key"] = r.run->verify_calls;
-    verify["worst_relative_difference"] = r.verify_relative.max;
+    // A difference from a library result of 0 is infinitely relative; JSON has no infinity: null (the schema says so).
+    const double worst = r.verify_relative.max;
+    verify["worst_relative_difference"] = std::isfinite(worst) ? json(worst) : json(nullptr);
     doc["verify"] = verify;
     argument_check["enabled"] = r.run->check_args;
     doc["argument_check"] = argument_check;

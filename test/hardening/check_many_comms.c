@@ -78,6 +78,9 @@ static int finish(int live, long long limited) {
                    checks, live, limited);
         else
             printf("check_many_comms: %d failures\n", failures);
+        /* The same as data, for the test (test_many_comms.py). */
+        printf("{\"check_many_comms\": {\"checks\": %d, \"failures\": %d, \"live\": %d, \"comm_limit_calls\": %lld}}\n",
+               checks, failures, live, limited);
     }
     return failures;
 }

@@ -33,6 +33,30 @@ class Run:
         ranks = [rank] if rank is not None else sorted(self.traces or {})
         return [e for r in ranks for e in (self.traces or {}).get(r, []) if e.get("event") == name]
 
+    def program_jsons(self, key):
+        """The program's own JSON lines holding `key`, in output order (test programs print their results as one JSON
+        object on a line of their output, e.g. {"checker": {...}}): each line's value of `key`."""
+        found = []
+        for line in self.output.splitlines():
+            line = line.strip()
+            if line.startswith("{") and f'"{key}"' in line:
+                try:
+                    obj = json.loads(line)
+                except ValueError:
+                    continue  # a line cut by another rank's output is no result
+                if isinstance(obj, dict) and key in obj:
+                    found.append(obj[key])
+        return found
+
+    def program_json(self, key):
+        """The program's last JSON line holding `key`: its value of `key`; None when it printed none."""
+        found = self.program_jsons(key)
+        return found[-1] if found else None
+
+    def trace_totals(self, name, field):
+        """`field` of every rank's `name` events, summed (e.g. the "phases" events' ring_steps over all ranks)."""
+        return sum(e.get(field, 0) for e in self.events(name))
+
     def describe(self):
         """For assertion messages: the command, the exit status and the output's tail."""
         return f"$ {' '.join(self.command)}\nexit {self.returncode}\n{self.output[-4000:]}"

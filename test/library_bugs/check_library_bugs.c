@@ -98,6 +98,8 @@ int main(int argc, char **argv) {
     long totals[2] = {calls, wrong}, sums[2] = {0, 0};
     MPI_Reduce(totals, sums, 2, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
     if (rank == 0) printf("library bugs: %ld wrong calls of %ld\n", sums[1], sums[0]);
+    /* The same as data, for the test (test_library_bugs.py). */
+    if (rank == 0) printf("{\"library_bugs\": {\"calls\": %ld, \"wrong\": %ld}}\n", sums[0], sums[1]);
     long any = wrong;
     MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
     MPI_Finalize();

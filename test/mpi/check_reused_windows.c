@@ -169,6 +169,8 @@ int main(int argc, char **argv) {
             printf("check_reused_windows: ok (%d checks)\n", totals[0]);
         else
             printf("check_reused_windows: %d of %d checks FAILED\n", totals[1], totals[0]);
+        /* The same as data, for the test (test_reused_windows.py). */
+        printf("{\"check_reused_windows\": {\"checks\": %d, \"failures\": %d}}\n", totals[0], totals[1]);
     }
     MPI_Finalize();
     return totals[1] == 0 ? 0 : 1;

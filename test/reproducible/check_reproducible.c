@@ -1,4 +1,4 @@
-/* Reproducible-mode test program (test/reproducible/reproducible_test.sh): an ordinary MPI program.
+/* Reproducible-mode test program (test/reproducible/test_reproducible.py): an ordinary MPI program.
  *
  *   check_reproducible --mode layout [--counts 1,7,1000,...]
  *       every floating-point type (float, double, long double and their complex kinds), SUM and PROD, random data
@@ -16,6 +16,9 @@
  *       correctly rounded exact sum, and never further from it than the rank-order sum (prints how often it was
  *       closer, and a digest: with --order the same contributions arrive in another rank order).
  *
+ * Rank 0's last line gives the same as data: {"check_reproducible": {"wrong": calls wrong on any rank,
+ * "fold_differences": results that differ from the rank-order fold, "digests": {"TYPE OP COUNT": HEX}}}.
+ *
  * Exits 1 on any wrong result. Built with -ffp-contract=off: the expected values must be computed exactly as the
  * kernels do. */
 #include <complex.h>
@@ -28,6 +31,16 @@
 
 static int g_rank, g_size;
 static long g_wrong;
+static long g_fold_differences;  /* results not the rank-order fold (layout mode) */
+
+/* Rank 0's digests as the members of a JSON object, for the last line. */
+static char g_digests[32768];
+static size_t g_digests_len;
+static void add_digest(const char *key, unsigned long long h) {
+    if (g_digests_len >= sizeof g_digests) return;
+    g_digests_len += (size_t)snprintf(g_digests + g_digests_len, sizeof g_digests - g_digests_len, "%s\"%s\": \"%016llx\"",
+                                      g_digests_len ? ", " : "", key, h);
+}
 
 static uint64_t mix(uint64_t x) {
     x += 0x9E3779B97F4A7C15ull;
@@ -113,6 +126,7 @@ static uint64_t compare(int t, const char *got, const char *want, size_t n, cons
     }
     if (bad) {
         ++g_wrong;
+        ++g_fold_differences;
         fprintf(stderr, "check_reproducible: rank %d: %s: %ld elements differ from the rank-order fold (first %zu)\n",
                 g_rank, what, bad, first);
     }
@@ -153,9 +167,13 @@ static void run_layout(const size_t *counts, int ncounts) {
                     snprintf(what, sizeof what, "%s %s count %zu%s", kTypeNames[t], prod ? "PROD" : "SUM", n,
                              in_place ? " in place" : "");
                     const uint64_t h = compare(t, recv, want, n, what);
-                    if (g_rank == 0 && !in_place)
+                    if (g_rank == 0 && !in_place) {
                         printf("digest %s %s %zu %016llx\n", kTypeNames[t], prod ? "PROD" : "SUM", n,
                                (unsigned long long)h);
+                        char key[96];
+                        snprintf(key, sizeof key, "%s %s %zu", kTypeNames[t], prod ? "PROD" : "SUM", n);
+                        add_digest(key, (unsigned long long)h);
+                    }
                     /* An exact op between them, served by the other paths. */
                     int mine[3] = {g_rank, -g_rank, (int)n}, most[3];
                     MPI_Allreduce(mine, most, 3, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
@@ -213,10 +231,16 @@ static void run_exact(int order_seed) {
         ++g_wrong;
         fprintf(stderr, "check_reproducible: rank %d: %ld sums are not the exact global sum\n", g_rank, bad);
     }
-    if (g_rank == 0)
-        printf("digest exact double %zu %016llx\ndigest exact float %zu %016llx\n", n,
-               (unsigned long long)fnv(1469598103934665603ull, dr, n * sizeof(double)), n,
-               (unsigned long long)fnv(1469598103934665603ull, fr, n * sizeof(float)));
+    if (g_rank == 0) {
+        const unsigned long long hd = fnv(1469598103934665603ull, dr, n * sizeof(double)),
+                                 hf = fnv(1469598103934665603ull, fr, n * sizeof(float));
+        printf("digest exact double %zu %016llx\ndigest exact float %zu %016llx\n", n, hd, n, hf);
+        char key[64];
+        snprintf(key, sizeof key, "exact double %zu", n);
+        add_digest(key, hd);
+        snprintf(key, sizeof key, "exact float %zu", n);
+        add_digest(key, hf);
+    }
     if (comm != MPI_COMM_WORLD) MPI_Comm_free(&comm);
     free(world_of), free(d), free(dr), free(f), free(fr);
 }
@@ -256,10 +280,14 @@ static void run_accuracy(int order_seed) {
         fprintf(stderr, "check_reproducible: rank %d: %ld sums not correctly rounded, %ld further from the exact sum "
                         "than the rank-order sum\n", g_rank, not_rounded, worse);
     }
-    if (g_rank == 0)
+    if (g_rank == 0) {
+        const unsigned long long h = fnv(1469598103934665603ull, r, n * sizeof(double));
         printf("accuracy: %zu sums correctly rounded; closer to the exact sum than the rank-order sum in %ld, never "
-               "further\ndigest accuracy double %zu %016llx\n", n, closer, n,
-               (unsigned long long)fnv(1469598103934665603ull, r, n * sizeof(double)));
+               "further\ndigest accuracy double %zu %016llx\n", n, closer, n, h);
+        char key[64];
+        snprintf(key, sizeof key, "accuracy double %zu", n);
+        add_digest(key, h);
+    }
     if (comm != MPI_COMM_WORLD) MPI_Comm_free(&comm);
     free(world_of), free(x), free(r);
 }
@@ -286,9 +314,14 @@ int main(int argc, char **argv) {
     else if (!strcmp(mode, "exact")) run_exact(order_seed);
     else if (!strcmp(mode, "accuracy")) run_accuracy(order_seed);
     else if (g_rank == 0) fprintf(stderr, "check_reproducible: unknown --mode %s (allowed: layout, exact, accuracy)\n", mode);
-    long all = 0;
-    MPI_Allreduce(&g_wrong, &all, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    /* One call (the statistics test counts this program's calls). */
+    long mine[2] = {g_wrong, g_fold_differences}, sums[2] = {0, 0};
+    MPI_Allreduce(mine, sums, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    const long all = sums[0], fold_differences = sums[1];
     if (g_rank == 0) printf("check_reproducible: %s\n", all ? "WRONG RESULTS" : "all results as expected");
+    if (g_rank == 0)
+        printf("{\"check_reproducible\": {\"wrong\": %ld, \"fold_differences\": %ld, \"digests\": {%s}}}\n", all,
+               fold_differences, g_digests);
     fflush(stdout);
     MPI_Finalize();
     return all ? 1 : 0;

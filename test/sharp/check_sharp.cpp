@@ -410,6 +410,10 @@ int main(int argc, char** argv) {
         for (int i = 0; i < 4; ++i) count[i] = end.kinds[i] - start.kinds[i];
         std::printf("check_sharp %s: %d ranks, %lld calls (llt %lld, sat %lld, host %lld, native %lld), %lld failures\n",
                     scenario.c_str(), g_size, n, count[0], count[1], count[2], count[3], failures);
+        // The same as data, for the test (test_sharp.py).
+        std::printf("{\"check_sharp\": {\"scenario\": \"%s\", \"ranks\": %d, \"calls\": %lld, \"llt\": %lld, \"sat\": %lld, "
+                    "\"host\": %lld, \"native\": %lld, \"failures\": %lld}}\n",
+                    scenario.c_str(), g_size, n, count[0], count[1], count[2], count[3], failures);
     }
     int failed = failures > 0;
     MPI_Bcast(&failed, 1, MPI_INT, 0, MPI_COMM_WORLD);

@@ -1,4 +1,4 @@
-/* Argument-check test program (test/verify/verify_test.sh): rank 1 calls MPI_Allreduce with arguments that differ
+/* Argument-check test program (test/verify/test_verify.py): rank 1 calls MPI_Allreduce with arguments that differ
  * from the other ranks' in one way, which MPI forbids and which can hang or corrupt on any path.
  *
  *   check_args --mismatch count|datatype|op|inplace|legal|none [--errors return|fatal] [--count N]
@@ -64,9 +64,11 @@ int main(int argc, char **argv) {
     const int rc = MPI_Allreduce(sendbuf, recv, n, type, op, comm);
     int error_class = MPI_SUCCESS;
     if (rc != MPI_SUCCESS) MPI_Error_class(rc, &error_class);
-    printf("check_args: rank %d: %s after %.3f s\n", rank,
-           error_class == MPI_SUCCESS ? "MPI_SUCCESS" : error_class == MPI_ERR_ARG ? "MPI_ERR_ARG" : "another error",
-           MPI_Wtime() - start);
+    const double seconds = MPI_Wtime() - start;
+    const char *outcome =
+        error_class == MPI_SUCCESS ? "MPI_SUCCESS" : error_class == MPI_ERR_ARG ? "MPI_ERR_ARG" : "another error";
+    printf("check_args: rank %d: %s after %.3f s\n", rank, outcome, seconds);
+    fflush(stdout);  /* seen even if the fatal handler ends the job below */
     int right = 1;
     if (rc == MPI_SUCCESS)
         for (int i = 0; i < (count & ~1); ++i) right &= recv[i] == size * (size - 1) / 2 + size * i;
@@ -76,6 +78,9 @@ int main(int argc, char **argv) {
     int one = 1, total = 0;
     MPI_Allreduce(&one, &total, 1, MPI_INT, MPI_SUM, comm);
     if (total != size) printf("check_args: rank %d: the communicator is broken afterwards\n", rank);
+    /* Each rank's outcome as data, for the test (test_verify.py). */
+    printf("{\"check_args\": {\"rank\": %d, \"outcome\": \"%s\", \"seconds\": %.3f, \"right\": %s, "
+           "\"comm_works\": %s}}\n", rank, outcome, seconds, right ? "true" : "false", total == size ? "true" : "false");
     MPI_Type_free(&pair);
     if (op != MPI_SUM && op != MPI_MAX) MPI_Op_free(&op);
     MPI_Comm_free(&comm);

@@ -1,4 +1,4 @@
-/* Verify-mode test program (test/verify/verify_test.sh): an ordinary MPI program that makes the same few
+/* Verify-mode test program (test/verify/test_verify.py): an ordinary MPI program that makes the same few
  * allreduces (keys) --calls times each and checks, where the result is exact, against values it computes itself.
  *
  * Keys: double SUM with cancelling values (1e16, -1e16 and a small one, rotated over the ranks: the result depends
@@ -107,6 +107,8 @@ int main(int argc, char **argv) {
     long mine[2] = {wrong, checked}, all[2] = {0, 0};
     MPI_Reduce(mine, all, 2, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
     if (rank_ == 0) printf("check_verify: %ld wrong results in %ld checked calls\n", all[0], all[1]);
+    /* The same as data, for the test (test_verify.py). */
+    if (rank_ == 0) printf("{\"check_verify\": {\"wrong\": %ld, \"checked\": %ld}}\n", all[0], all[1]);
     free(d), free(dr), free(z), free(zr), free(f);
     MPI_Finalize();
     return 0;

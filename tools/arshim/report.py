@@ -238,7 +238,8 @@ def print_report(doc, name, top=None, order="time", sections=SECTIONS, all_setti
         if verify.get("enabled"):
             w(f"  verify        {verify['calls']} calls compared with the library's result (first "
               f"{verify['calls_per_key']} per key): {verify['mismatches']} mismatches, worst relative difference "
-              f"{verify['worst_relative_difference']:.3g}"
+              + (f"{verify['worst_relative_difference']:.3g}" if verify["worst_relative_difference"] is not None
+                 else "infinite")
               + (f"; {verify['library_bug_differences']} of {verify['library_bug_calls']} calls hitting a known "
                  f"library bug differed as expected" if verify["library_bug_calls"] else "")
               + (f"; {verify['unordered_elements']} elements outside any bound" if verify["unordered_elements"]
