@@ -19,6 +19,8 @@ trap 'exit 143' TERM
 
 fail=0
 counts=1,7,1000,100003
+work=$(mktemp -d /tmp/arshim-cluster-repro.XXXXXX)
+trap 'bash "$cluster" down 9>&- || true; rm -rf "$work"' EXIT
 # One node first: the reference.
 reference=$(ARSHIM_TEST_TIMEOUT=200 "$mpirun_sh" mpich 4 "$shim_mpich" ARSHIM_REPRODUCIBLE=layout -- "$prog_mpich" \
             --mode layout --counts $counts 2>&1 | grep '^digest')
@@ -30,8 +32,9 @@ for topology in "2 2" "4 1"; do
   for flavor in mpich openmpi; do
     prog=$prog_mpich
     [[ $flavor == openmpi ]] && prog=$prog_openmpi
+    stats=$work/stats-$flavor-$hosts.json  # /tmp is shared by the rig's hosts (only /dev/shm and /etc/hosts are not)
     out=$(bash "$cluster" run --mpi "$flavor" --ppn "$ppn" --timeout 200 -x ARSHIM_REPRODUCIBLE=layout \
-          -x ARSHIM_STATS_SUMMARY=1 -- "$prog" --mode layout --counts $counts 9>&- 2>&1)
+          -x ARSHIM_STATS="$stats" -x ARSHIM_STATS_SUMMARY=0 -- "$prog" --mode layout --counts $counts 9>&- 2>&1)
     rc=$?
     digests=$(grep '^digest' <<<"$out")
     if [[ $rc -ne 0 ]] || ! grep -q "all results as expected" <<<"$out"; then
@@ -41,7 +44,8 @@ for topology in "2 2" "4 1"; do
       echo "FAIL: $flavor on $hosts hosts x $ppn: other bits than on one node"
       diff <(echo "$reference") <(echo "$digests") | head -10
       fail=1
-    elif ! grep -qE "arshim\[0\] reproducible +[0-9]+" <<<"$out"; then
+    elif ! python3 -c 'import json, sys; log = json.load(open(sys.argv[1]))
+sys.exit(0 if sum(p["calls"] for p in log["paths"] if p["path"] == "reproducible") > 0 else 1)' "$stats"; then
       echo "FAIL: $flavor on $hosts hosts x $ppn: the reproducible path served nothing"; fail=1
     else
       echo "ok: $flavor on $hosts hosts x $ppn: the same bits as on one node"
