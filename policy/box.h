@@ -16,7 +16,7 @@
 
 namespace arshim::policy {
 
-// Size buckets (kernels/vocabulary.h): the unit the shim caches decisions in. Rule byte boundaries are powers of
+// Size buckets (policy/routing_words.h): the unit the shim caches decisions in. Rule byte boundaries are powers of
 // two, so every size in a bucket gets the same rule.
 using vocab::bucket_floor;
 using vocab::bucket_of;

@@ -120,7 +120,7 @@ sharp_leaders = "socket"
 
 }  // namespace
 
-TEST_CASE("bucket_of: the one size-bucket formula of policy, shim and statistics (kernels/vocabulary.h)", "[policy]") {
+TEST_CASE("bucket_of: the one size-bucket formula of policy, shim and statistics (policy/routing_words.h)", "[policy]") {
     CHECK(bucket_of(0) == 0);
     CHECK(bucket_of(1) == 1);
     CHECK(bucket_of(2) == 2);
