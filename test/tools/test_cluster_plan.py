@@ -191,9 +191,11 @@ def test_rank_variables():
 def test_parse_wrapped():
     flavors = {"mpirun.mpich": "mpich", "mpirun.openmpi": "openmpi"}.get
     w = launch.parse_wrapped(["mpirun.openmpi", "-n", "4", "--oversubscribe", "--mca", "mpi_yield_when_idle", "0",
-                              "--mca", "btl_base_verbose", "1", "-x", "A=1", "./app", "-n", "2"], flavors)
-    assert (w.flavor, w.np) == ("openmpi", "2")  # the last -n wins, as in a launcher
-    assert w.rest == ["--mca", "btl_base_verbose", "1", "-x", "A=1", "./app"]
+                              "--mca", "btl_base_verbose", "1", "-x", "A=1", "./app", "-n", "2", "--n", "64"], flavors)
+    assert (w.flavor, w.np) == ("openmpi", "4")  # the program's own -n and --n are its arguments, not the launcher's
+    assert w.rest == ["--mca", "btl_base_verbose", "1", "-x", "A=1", "./app", "-n", "2", "--n", "64"]
+    w = launch.parse_wrapped(["mpirun.mpich", "-n", "2", "-n", "4", "./app"], flavors)
+    assert w.np == "4"  # among the launcher's options the last -n wins, as in a launcher
     for bad, message in ((["srun", "-n", "2"], "wrap: srun is neither mpirun.mpich nor mpirun.openmpi"),
                          (["mpirun.mpich", "-n"], "wrap: -n needs a value"),
                          (["mpirun.mpich", "--mca", "x"], "wrap: --mca needs a name and a value")):

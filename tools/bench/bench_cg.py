@@ -26,6 +26,8 @@ sys.path.insert(0, os.path.dirname(HERE))  # tools/: the arshim package
 from arshim import launchers  # noqa: E402
 
 CONFIGS = ("native", "arshim-default", "native-control")
+# Further configurations (--configs): ARShim with one path forced.
+FORCED = {"arshim-latency": "latency", "arshim-multileader": "multileader", "arshim-pipelined": "pipelined"}
 
 
 def find_build(explicit):
@@ -45,6 +47,8 @@ def command(flavor, config, args, build):
         libs.append(os.path.join(build, "test", "libarshim-test-yield.so"))
     if libs:
         env["LD_PRELOAD"] = ":".join(libs)
+    if config in FORCED:
+        env["ARSHIM_PATH"] = FORCED[config]
     cmd = launchers.mpirun(flavor, args.np) + launchers.env_args(flavor, env)
     cmd += [os.path.join(build, "examples", f"cg_solver-{flavor}"), "--n", str(args.n), "--iters", str(args.iters),
             "--tol", "1e-30", "--warmup", str(args.warmup), "--repeat", str(args.repeat), "--json"]
@@ -78,16 +82,24 @@ def main():
                                                                 "(more ranks than cores)")
     p.add_argument("--wrap", default="", help="prefix for every mpirun command ({flavor}, {np} substituted), e.g. "
                                               "\"arshim cluster wrap --ppn 2 --\"")
+    p.add_argument("--configs", default=",".join(CONFIGS),
+                   help=f"configurations, in round order (default {','.join(CONFIGS)}; also {', '.join(FORCED)}); "
+                        "native is needed for the ratios")
     p.add_argument("--build-dir", help="meson build directory")
     p.add_argument("--timeout", type=int, default=600, help="seconds per launch")
     args = p.parse_args()
     build = find_build(args.build_dir)
     flavors = [f for f in args.mpi.split(",") if f]
-    times = {(f, c): [] for f in flavors for c in CONFIGS}
+    configs = [c for c in args.configs.split(",") if c]
+    unknown = [c for c in configs if c not in CONFIGS and c not in FORCED]
+    if unknown or "native" not in configs:
+        p.error(f"--configs: {', '.join(unknown) or 'native missing'} (allowed: {', '.join(CONFIGS + tuple(FORCED))}; "
+                "native is required)")
+    times = {(f, c): [] for f in flavors for c in configs}
     last = {}
     for r in range(args.rounds):
         for flavor in flavors:
-            for config in CONFIGS:
+            for config in configs:
                 result = run(command(flavor, config, args, build), args.timeout)
                 times[(flavor, config)].append(result["time_per_iter_us"]["median"])
                 last[(flavor, config)] = result
@@ -96,7 +108,7 @@ def main():
           f"[fastest-slowest round]; ratio = time / native's")
     for flavor in flavors:
         native = statistics.median(times[(flavor, "native")])
-        for config in CONFIGS:
+        for config in configs:
             t = times[(flavor, config)]
             res = last[(flavor, config)]
             same = res["history_digest"] == last[(flavor, "native")]["history_digest"]

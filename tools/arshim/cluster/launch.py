@@ -6,6 +6,7 @@ import hashlib
 from . import Failure
 from .plan import IFACE
 from ..flavors import launcher_flavor
+from ..launchers import program_of
 
 
 # The rig's own variables are no ARShim settings: ARShim in the ranks would report them as unknown ARSHIM_* variables
@@ -109,13 +110,16 @@ class Wrapped:
 
 def parse_wrapped(command, flavor_of=launcher_flavor):
     """mpirun.F [ARGS] PROG [ARGS] -> Wrapped. The launcher's own mapping (--oversubscribe) and yield setting
-    (--mca mpi_yield_when_idle: Open MPI refuses a parameter given twice) give way to the rig's."""
+    (--mca mpi_yield_when_idle: Open MPI refuses a parameter given twice) give way to the rig's. Only the launcher's
+    options are read: the program's own arguments (a solver's `--n 64`) pass through untouched."""
     launcher = command[0]
     flavor = flavor_of(launcher)
     if flavor is None:
         raise Failure(f"wrap: {launcher} is neither mpirun.mpich nor mpirun.openmpi", 2)
+    program = program_of(command)
+    end = len(command) if program is None else program
     np, rest, i = None, [], 1
-    while i < len(command):
+    while i < end:
         word = command[i]
         if word in ("-n", "-np", "--n", "--np"):
             if i + 1 >= len(command):
@@ -132,4 +136,4 @@ def parse_wrapped(command, flavor_of=launcher_flavor):
         else:
             rest.append(word)
             i += 1
-    return Wrapped(flavor, np, rest)
+    return Wrapped(flavor, np, rest + command[end:])
