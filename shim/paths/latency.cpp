@@ -161,12 +161,19 @@ PathOutcome serve_latency(const Call& call) {
     std::memcpy(LatencyState::data(mine, bytes), input, bytes);
     mine->sequence.store(s, std::memory_order_release);
 
+    // This rank's own contribution is read from its input, not from the slot it just wrote: a load from that slot
+    // waits until the stores above leave the store buffer, which waits for the line to come back from the ranks that
+    // read it at the previous use of the buffer -- a cross-core round trip on the critical path of every call (it
+    // was about a third of an 8-byte call, perf on the 2-core VM; docs/paths.md "The latency path"). The values are
+    // the slot's, so every rank still reduces the same values in the same order. nary_fn allows its destination to
+    // be its first or second source only, so an in-place call's input (= recvbuf) stands in for node ranks 0 and 1.
+    const bool own_from_input = call.args.sendbuf != MPI_IN_PLACE || me < 2;
     const void* sources[kMaxPpn];
     auto reduce_node = [&] {
         for (int r = 0; r < ppn; ++r) {
             SlotHeader* h = state->header(buffer, r);
             if (r != me) wait_at_least(h->sequence, arrived);
-            sources[r] = LatencyState::data(h, bytes);
+            sources[r] = r == me && own_from_input ? input : LatencyState::data(h, bytes);
         }
         call.nary(output, sources, static_cast<std::size_t>(ppn), count);
     };

@@ -169,7 +169,7 @@ def print_bound_table(flavor, args, configs, sizes, results):
 def command(flavor, np_, build, preload, env, extra, args):
     program = os.path.join(build, "tools", "allreduce_bench", f"bench_allreduce-{flavor}")
     prog_args = ["--min", args.min, "--max", args.max, "--factor", str(args.factor), "--reps", str(args.reps),
-                 "--budget", args.budget, "--type", args.type, "--op", args.op] + \
+                 "--batch", str(args.batch), "--budget", args.budget, "--type", args.type, "--op", args.op] + \
                 (["--in-place"] if args.in_place else [])
     libs = []
     if isinstance(preload, str):
@@ -222,6 +222,9 @@ def main():
     p.add_argument("--max", default="64M", help="largest message (default 64M; up to 256M)")
     p.add_argument("--factor", type=int, default=4, help="size step factor (default 4)")
     p.add_argument("--reps", type=int, default=100, help="most repetitions per size and run (default 100)")
+    p.add_argument("--batch", type=int, default=1,
+                   help="calls per timed repetition (default 1: each call timed alone from a barrier; B > 1: B "
+                        "back-to-back calls after the barrier, time per call, as the OSU micro-benchmarks time a loop)")
     p.add_argument("--budget", default="1G", help="bytes reduced per size and run, bounds repetitions (default 1G)")
     p.add_argument("--rounds", type=int, default=3, help="interleaved rounds; figures are medians over them")
     p.add_argument("--configs", default="", help="comma-separated configuration names (default: all)")
@@ -257,6 +260,8 @@ def main():
 
     if args.bound and (args.nodes < 2 or args.link_gbit <= 0):
         p.error("--bound needs --nodes N (N >= 2, the hosts the ranks span) and --link-gbit G (the link speed)")
+    if not 1 <= args.batch <= 1000000:
+        p.error(f"--batch {args.batch}: must be between 1 and 1000000")
     build = build_dir(args.build_dir)
     flavors = [f for f in args.mpi.split(",") if f]
     names = [n for n in args.configs.split(",") if n]
@@ -265,6 +270,7 @@ def main():
     started = time.time()
     total_runs = args.rounds * sum(len(c) for c in plan.values())
     done = 0
+    failed = 0
     for rnd in range(args.rounds):
         for flavor in flavors:
             for name, (preload, env, extra) in plan[flavor].items():
@@ -276,6 +282,7 @@ def main():
                     rows = run_once(cmd, args.timeout)
                 except (RuntimeError, subprocess.TimeoutExpired, ValueError) as error:
                     print(f"bench_allreduce: {flavor} {name} failed: {error}", file=sys.stderr)
+                    failed += 1
                     continue
                 for size, us in rows.items():
                     results.setdefault((flavor, name), {}).setdefault(size, []).append(us)
@@ -285,7 +292,8 @@ def main():
         configs = [n for n in plan[flavor] if (flavor, n) in results]
         base = results.get((flavor, "native"), {})
         sizes = sorted({s for n in configs for s in results[(flavor, n)]})
-        print(f"\n{flavor}, {args.np} ranks, {args.nodes} node(s): median time (us) and speed-up over native")
+        print(f"\n{flavor}, {args.np} ranks, {args.nodes} node(s): median time (us) and speed-up over native"
+              + (f"; time per call in loops of {args.batch} calls" if args.batch > 1 else ""))
         header = f"{'bytes':>8}" + ("" if not args.link_gbit else f" {'bound_us':>9}")
         for n in configs:
             header += f" {n:>18}"
@@ -306,7 +314,7 @@ def main():
                     continue
                 t = statistics.median(vals)
                 ratio = native / t if native else None
-                cell = f"{t:.1f}" + (f" ({ratio:.2f}x)" if ratio else "")
+                cell = (f"{t:.2f}" if t < 10 else f"{t:.1f}") + (f" ({ratio:.2f}x)" if ratio else "")
                 line += f" {cell:>18}"
                 if n not in ("native", "native-control") and not n.startswith("peer-") and ratio and (best is None or ratio > best[1]):
                     best = (n, ratio)
@@ -326,6 +334,10 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump(records, f, indent=1)
+    if failed:
+        print(f"bench_allreduce: {failed} of {total_runs} runs failed (above); their figures are missing",
+              file=sys.stderr)
+        return 1
     return 0
 
 

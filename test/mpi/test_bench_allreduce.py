@@ -1,0 +1,50 @@
+"""`arshim bench allreduce` runs and reports what it measured (tools/allreduce_bench/): every configuration and size
+has a row with a positive time in both timing modes (each call alone from a barrier, and loops of back-to-back calls
+with --batch), the speed-up column is native's time over the configuration's, a bad --batch is refused with exit
+status 2 before anything runs, and a failing run makes the exit status nonzero (its figures are missing). Timing
+figures themselves are for benchmark runs, not tests.
+
+  python3 -m pytest -p arshim_plugin test/mpi/test_bench_allreduce.py --build BUILD --flavor mpich|openmpi"""
+import csv
+import os
+import subprocess
+
+import pytest
+
+
+def bench(harness, tmp_path, *extra):
+    out = tmp_path / "bench.csv"
+    tool = os.path.join(harness.build, "tools", "arshim")
+    cmd = [tool, "bench", "allreduce", "--mpi", harness.flavor, "--np", "2", "--min", "8", "--max", "512",
+           "--factor", "8", "--rounds", "2", "--reps", "5", "--configs", "native,arshim-default",
+           "--csv", str(out), "--timeout", "120", *extra]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    rows = list(csv.DictReader(out.open())) if out.exists() else []
+    return done, rows
+
+
+@pytest.mark.parametrize("extra", [[], ["--batch", "20"]], ids=["each-call-from-a-barrier", "loops-of-20"])
+def test_every_configuration_and_size_has_a_figure(harness, tmp_path, extra):
+    done, rows = bench(harness, tmp_path, *extra)
+    assert done.returncode == 0, done.stderr
+    got = {(r["config"], int(r["bytes"])): r for r in rows}
+    assert set(got) == {(c, b) for c in ("native", "arshim-default") for b in (8, 64, 512)}, rows
+    for (config, size), row in got.items():
+        assert float(row["median_us"]) > 0 and row["rounds"] == "2", row
+        native = float(got[("native", size)]["median_us"])
+        assert float(row["speedup_vs_native"]) == pytest.approx(native / float(row["median_us"]), rel=0.01), row
+    if extra:
+        assert "time per call in loops of 20 calls" in done.stdout, done.stdout
+
+
+def test_a_bad_batch_is_refused(harness, tmp_path):
+    done, rows = bench(harness, tmp_path, "--batch", "0")
+    assert done.returncode == 2 and rows == [], done.stderr
+    assert "--batch 0: must be between 1 and 1000000" in done.stderr
+
+
+def test_a_failing_run_fails_the_bench(harness, tmp_path):
+    # an unparsable --budget: the bench program refuses it, so every run exits with status 2
+    done, rows = bench(harness, tmp_path, "--type", "double", "--budget", "lots")
+    assert done.returncode == 1, (done.returncode, done.stderr)
+    assert "runs failed" in done.stderr and rows == [], done.stderr
