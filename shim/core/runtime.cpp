@@ -368,6 +368,8 @@ void initialize(bool collective) {
 const char* mpi_flavor() {
 #if defined(ARSHIM_FLAVOR_OPENMPI)
     return "openmpi";
+#elif defined(ARSHIM_FLAVOR_SMPI)
+    return smpi_selector_flavor();
 #else
     return "mpich";
 #endif

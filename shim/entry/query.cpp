@@ -4,11 +4,15 @@
 
 #include "arshim_config.h"
 #include "policy/config.h"
+#include "shim/core/runtime.h"
 #include "shim/entry/export.h"
 #include "shim/stats/sharp_counts.h"
 #include "shim/stats/counters.h"
 
 ARSHIM_EXPORT const char* arshim_version(void) { return ARSHIM_VERSION; }
+
+// The MPI flavor whose policy rules this library decides with: "mpich" or "openmpi" (under SMPI, the selector's).
+ARSHIM_EXPORT const char* arshim_mpi_flavor(void) { return arshim::mpi_flavor(); }
 
 // Calls this process sent to `path` ("native", "pipelined", "multileader", "sharp", "reproducible", "latency"), or -1 for an
 // unknown name.

@@ -170,28 +170,34 @@ TEST_CASE("the built-in policy: the measured rules, per MPI", "[policy][default]
     CHECK(o.decide(call(511, 2, 1)).path() == Path::latency);
     CHECK(o.decide(call(8, 4, 1)).path() == Path::latency);
     CHECK(o.decide(call(4096, 2, 1)).path() == Path::multileader);
-    CHECK(o.decide(call(8, 2, 2)).path() != Path::latency);  // across nodes: not by default (not measured there)
+    CHECK(o.decide(call(8, 2, 2)).path() == Path::latency);  // across nodes too, with one leader per node
     CHECK(o.decide(call(8, 1, 1)).path() == Path::native);  // one rank: nothing to reduce across
     CHECK(param(o.decide(call(8191, 2, 1)), "leaders") == 1);
     CHECK(o.decide(call(8192, 2, 1)).path() == Path::multileader);
     CHECK(param(o.decide(call(8192, 2, 1)), "leaders") == 2);
 
-    // MPICH on 3 and 4 nodes x 2, 32 B..4 KiB: one MPI_Iallreduce of the message over every rank; not on 2 or 5 nodes,
-    // other ppn, or Open MPI.
+    // MPICH on 3 and 4 nodes x 2, 32 B..4 KiB: one MPI_Iallreduce of the message over every rank; on 2 or 5 nodes,
+    // other ppn, Open MPI, and below 32 B the latency path (several nodes, up to 4 KiB, two or more ranks per node).
     const Decision flat = m.decide(call(32, 2, 3));
     CHECK(flat.path() == Path::pipelined);
     CHECK(param(flat, "window") == 1);
     CHECK(param(flat, "segment_bytes") == 64u << 10);
     CHECK(m.decide(call(4095, 2, 4)).path() == Path::pipelined);
-    CHECK(m.decide(call(16, 2, 3)).path() == Path::native);
+    CHECK(m.decide(call(16, 2, 3)).path() == Path::latency);
     CHECK(m.decide(call(4096, 2, 3)).path() == Path::multileader);
-    CHECK(m.decide(call(32, 2, 2)).path() == Path::native);
-    CHECK(m.decide(call(32, 2, 5)).path() == Path::native);
-    CHECK(m.decide(call(32, 4, 3)).path() == Path::native);
-    CHECK(o.decide(call(32, 2, 3)).path() == Path::native);
+    CHECK(m.decide(call(32, 2, 2)).path() == Path::latency);
+    CHECK(m.decide(call(32, 2, 5)).path() == Path::latency);
+    CHECK(m.decide(call(32, 4, 3)).path() == Path::latency);
+    CHECK(o.decide(call(32, 2, 3)).path() == Path::latency);
+    // One rank per node: nothing to reduce on a node, so not the latency path.
+    CHECK(m.decide(call(8, 1, 2)).path() == Path::native);
+    CHECK(o.decide(call(8, 1, 2)).path() == Path::native);
 
-    // Several nodes: MPICH multileader from 4 KiB; Open MPI multileader 16 KiB..1 MiB, then pipelined 1 MiB segments.
-    CHECK(m.decide(call(2048, 2, 2)).path() == Path::native);
+    // Several nodes: the latency path below 4 KiB; MPICH multileader from 4 KiB; Open MPI the library's own at
+    // 4-16 KiB, multileader 16 KiB..1 MiB, then pipelined 1 MiB segments.
+    CHECK(m.decide(call(2048, 2, 2)).path() == Path::latency);
+    CHECK(o.decide(call(4095, 2, 16)).path() == Path::latency);
+    CHECK(o.decide(call(4096, 2, 2)).path() == Path::native);
     CHECK(m.decide(call(4096, 2, 2)).path() == Path::multileader);
     CHECK(m.decide(call(uint64_t{1} << 30, 2, 16)).path() == Path::multileader);
     CHECK(o.decide(call(8192, 2, 2)).path() == Path::native);
@@ -223,8 +229,8 @@ TEST_CASE("the built-in policy: the measured rules, per MPI", "[policy][default]
         bug.bytes = 8192;
         CHECK(param(p->decide(bug), "leaders") == 2);
         bug.bytes = 8;
-        bug.nodes = 2;  // across nodes: the plain rules (native below 4 KiB, with ARShim's op)
-        CHECK(p->decide(bug).path() == Path::native);
+        bug.nodes = 2;  // across nodes: the plain rules (the latency path below 4 KiB, ARShim's op among leaders)
+        CHECK(p->decide(bug).path() == Path::latency);
     }
     CHECK(o.decide(call(8, 2, 1, DtypeClass::integer, kernels::Op::max)).path() == Path::latency);
     CHECK(rule_of(o, o.decide(call(8, 2, 1, DtypeClass::integer, kernels::Op::max))) != line(6));
@@ -250,11 +256,12 @@ TEST_CASE("the built-in policy: the measured rules, per MPI", "[policy][default]
         CHECK(p->decide(call(4 << 20, 1, 2)).path() == Path::native);
     }
     CHECK(m.decide(call(4 << 20, 1, 1)).path() == Path::native);
-    CHECK(m.decide(call(0)).path() == Path::native);
+    CHECK(m.decide(call(0)).path() == Path::latency);  // a 0-byte call is served with nothing to move (as on one node)
+    CHECK(m.decide(call(0, 1, 2)).path() == Path::native);
     int rules_in_file = 0;
     for (std::size_t at = 0; (at = builtin_policy_text().find("\n[[rule]]", at)) != std::string::npos; ++at)
         ++rules_in_file;  // rule headers at the start of a line (the header comment shows one, commented out)
-    CHECK(rule_of(o, o.decide(call(8, 2, 2))) == line(rules_in_file));
+    CHECK(rule_of(o, o.decide(call(8192, 2, 2))) == line(rules_in_file));
     CHECK(m.describe_rule(-1) == "no matching rule");
 }
 

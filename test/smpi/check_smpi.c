@@ -8,7 +8,8 @@
  * at 16 ranks (100 000 checks).
  *
  * Env: CHECK_EXPECT_PATH=name: ARShim must be linked, must have seen every call, and some calls on every rank must
- * have taken that path (arshim_path_calls, looked up in the program itself). CHECK_LARGE=n: the large count (default
+ * have taken that path (arshim_path_calls, looked up in the program itself). CHECK_EXPECT_FLAVOR=mpich|openmpi:
+ * the flavor whose policy rules ARShim decides with (arshim_mpi_flavor). CHECK_LARGE=n: the large count (default
  * 70001). CHECK_NO_ZERO=1: no count 0 (SimGrid 3.32's ompi selector dies of a division by zero in
  * allreduce__ompi_ring_segmented on a 0-element MPI_Allreduce, with or without ARShim, which sends such calls to the
  * library). Exit status 1 when any rank saw a wrong value. */
@@ -228,6 +229,17 @@ int main(int argc, char** argv) {
       ++g_failures;
       printf("rank %d: FAIL ARShim counted %lld calls of the program's %lld, %lld on path %s\n", g_rank, total,
              g_calls, path_calls(expect), expect);
+    }
+  }
+  /* CHECK_EXPECT_FLAVOR: the flavor whose policy rules ARShim decides with (under SMPI: the selector's). */
+  const char* want_flavor = getenv("CHECK_EXPECT_FLAVOR");
+  if (want_flavor != NULL) {
+    const char* (*flavor_fn)(void) = (const char* (*)(void))dlsym(RTLD_DEFAULT, "arshim_mpi_flavor");
+    const char* got = flavor_fn != NULL ? flavor_fn() : "(no arshim_mpi_flavor)";
+    ++g_checks;
+    if (strcmp(got, want_flavor) != 0) {
+      ++g_failures;
+      printf("rank %d: FAIL ARShim decides with %s's rules, not %s's\n", g_rank, got, want_flavor);
     }
   }
   long long mine[2] = {g_checks, g_failures}, sum[2] = {0, 0};
