@@ -382,15 +382,18 @@ def model_rows(args, sizes, configs, platform):
             last = (done.stderr.strip().splitlines() or ["no output"])[-1]
             raise SimulateError(f"{program} predict exited with status {done.returncode} ({last[:200]})")
         try:
-            return files.parse_json("arshim-policy predict", done.stdout)
+            answer = files.parse_json("arshim-policy predict", done.stdout)
         except files.InputError as e:
             raise SimulateError(str(e)) from None
+        if not isinstance(answer, dict):
+            raise SimulateError(f"{program} predict: not the answer asked for")
+        return answer
 
     with_platform = args.model_from == "platform" or not args.policy
     answer = predict(with_platform)
-    policy = answer.get("policy") if isinstance(answer, dict) else None
+    policy = answer.get("policy")
     if args.policy and (not isinstance(policy, dict) or policy.get("used") is not True):
-        problems = answer.get("problems") if isinstance(answer, dict) else None
+        problems = answer.get("problems")
         why = problems[0] if isinstance(problems, list) and problems and isinstance(problems[0], str) else "rejected"
         raise SimulateError(f"--policy {files.escape(args.policy)}: ARShim would not use this table ({why[:200]})")
     if not with_platform and "[model]" not in str(answer.get("params_from", "")):
@@ -401,7 +404,7 @@ def model_rows(args, sizes, configs, platform):
     where = ("the platform (docs/scale.md \"model_us\")" if with_platform
              else f"{files.escape(args.policy)} [model]")
     rows = {}
-    predictions = answer.get("predictions") if isinstance(answer, dict) else None
+    predictions = answer.get("predictions")
     if not isinstance(predictions, list) or len(predictions) != len(sizes):
         raise SimulateError(f"{program} predict: not the answer asked for")
 

@@ -53,7 +53,8 @@ bool known_param(const std::string& name) {
 
 std::string param_names() {
     std::string out;
-    for (const auto& [key, value] : tuned::params_to_keys(model::MachineParams{})) out += (out.empty() ? "" : ", ") + key;
+    for (const auto& [key, value] : tuned::params_to_keys(model::MachineParams{}))
+        out += (out.empty() ? "" : ", ") + key;
     return out;
 }
 
@@ -104,7 +105,8 @@ std::vector<ShapeIn> shapes_from_layouts(const PredictArgs& args) {
             std::sscanf(layout.c_str(), "%llux%llu%c", &nodes, &ppn, &end) != 2 || nodes < 1 || ppn < 1 ||
             nodes > 0xFFFFFFFFull || ppn > 0xFFFFFFFFull || nodes * ppn > 0xFFFFFFFFull)
             throw BadInput("--layout " + quote(layout) + ": write NODESxPPN, e.g. 64x16");
-        for (uint64_t bytes : sizes) out.push_back({static_cast<uint32_t>(nodes), static_cast<uint32_t>(ppn), bytes, {}});
+        for (uint64_t bytes : sizes)
+            out.push_back({static_cast<uint32_t>(nodes), static_cast<uint32_t>(ppn), bytes, {}});
     }
     return out;
 }
@@ -132,14 +134,16 @@ std::vector<ShapeIn> shapes_from_file(const std::string& file) {
         ShapeIn in;
         in.nodes = count_of(s["nodes"], "nodes", 0xFFFFFFFFull);
         in.ppn = count_of(s["ppn"], "ppn", 0xFFFFFFFFull);
-        if (uint64_t{in.nodes} * in.ppn > 0xFFFFFFFFull) throw BadInput("--shapes: nodes x ppn does not fit a communicator");
+        if (uint64_t{in.nodes} * in.ppn > 0xFFFFFFFFull)
+            throw BadInput("--shapes: nodes x ppn does not fit a communicator");
         if (!s["bytes"].is_number_unsigned() && !(s["bytes"].is_number_integer() && s["bytes"].get<int64_t>() >= 0))
             throw BadInput("--shapes: bytes must be a whole number of at least 0");
         in.bytes = s["bytes"].get<uint64_t>();
         if (s.contains("params")) {
             if (!s["params"].is_object()) throw BadInput("--shapes: params must be an object of numbers");
             for (const auto& [key, value] : s["params"].items()) {
-                if (!value.is_number()) throw BadInput("--shapes: machine parameter " + printable(key, 60) + " is not a number");
+                if (!value.is_number())
+                    throw BadInput("--shapes: machine parameter " + quote(key) + " is not a number");
                 in.params.push_back(checked_param(key, value.get<double>()));
             }
         }
@@ -181,7 +185,8 @@ Policies load_policies(const EnvPairs& env, const std::string* file_text, const 
     for (std::size_t path = 0; path < vocab::kPathCount; ++path) {
         EnvPairs forced = plain;
         forced.emplace_back("ARSHIM_PATH", path_name(static_cast<Path>(path)));
-        p.forced.push_back(load_policy(Config::from_pairs(forced, &config_problems), nullptr, "", flavor, false).policy);
+        const Config forced_cfg = Config::from_pairs(forced, &config_problems);
+        p.forced.push_back(load_policy(forced_cfg, nullptr, "", flavor, false).policy);
     }
     for (const std::string& problem : config_problems) problems->push_back(problem);
     return p;
@@ -212,8 +217,8 @@ int run_predict(const PredictArgs& args) {
         const Config cfg = Config::from_pairs(env, &ignored);
         const std::string file = args.policy.empty() ? cfg.text(OptionId::policy) : args.policy;
         std::string file_text, problem;
-        if (!file.empty() &&
-            !read_regular_file(file, static_cast<uint64_t>(cfg.number(OptionId::policy_max_bytes)), &file_text, &problem))
+        const auto max_bytes = static_cast<uint64_t>(cfg.number(OptionId::policy_max_bytes));
+        if (!file.empty() && !read_regular_file(file, max_bytes, &file_text, &problem))
             throw BadInput("policy file " + printable(file, 200) + ": " + problem);
 
         // Machine parameters: the model's defaults, then the table's [model], then --param, then each shape's own.
@@ -232,7 +237,9 @@ int run_predict(const PredictArgs& args) {
         base.insert(base.end(), global.begin(), global.end());
 
         std::vector<Flavor> costed;
-        for (const std::string& name : args.flavors.empty() ? std::vector<std::string>{"mpich", "openmpi"} : args.flavors) {
+        const std::vector<std::string> flavor_names =
+            args.flavors.empty() ? std::vector<std::string>{"mpich", "openmpi"} : args.flavors;
+        for (const std::string& name : flavor_names) {
             Flavor f = Flavor::mpich;
             if (!parse_flavor(name, &f)) throw BadInput("--mpi " + quote(name) + ": mpich or openmpi");
             costed.push_back(f);
@@ -247,11 +254,14 @@ int run_predict(const PredictArgs& args) {
         for (Flavor f : costed) {
             const Flavor deciding = args.decide_as.empty() ? f : decide_as;
             if (policies.count(deciding) == 0)
-                policies[deciding] = load_policies(env, file.empty() ? nullptr : &file_text, file, flavor_name(deciding),
-                                                   &problems, &file_used);
+                policies[deciding] = load_policies(env, file.empty() ? nullptr : &file_text, file,
+                                                   flavor_name(deciding), &problems, &file_used);
         }
 
-        json out = {{"params_from", params_from}, {"builtin", kBuiltinPolicyName}, {"problems", problems}};
+        json unique = json::array();  // each flavor and forced path reads the same settings: say each problem once
+        for (const json& p : problems)
+            if (std::find(unique.begin(), unique.end(), p) == unique.end()) unique.push_back(p);
+        json out = {{"params_from", params_from}, {"builtin", kBuiltinPolicyName}, {"problems", unique}};
         if (!file.empty())
             out["policy"] = {{"file", file}, {"used", file_used}, {"mode", cfg.text(OptionId::policy_mode)},
                              {"source", policies.begin()->second.file->source()}};
