@@ -200,13 +200,18 @@ def cmd_tune(args):
 
 
 def cmd_simulate(args):
-    """arshim simulate, told where the probe programs are (built with -Dsmpi)."""
+    """arshim simulate, told where the probe programs (built with -Dsmpi) and arshim-policy (its model_us column)
+    are."""
     extra = []
     for kind in ("native", "arshim"):
         try:
             extra += [f"--probe-{kind}", tool_path("arshim-simulate-probe-" + kind)]
         except ToolError:
             pass
+    try:
+        extra += ["--policy-program", tool_path("arshim-policy")]
+    except ToolError:
+        pass
     return simulate.main(extra + args.rest)
 
 

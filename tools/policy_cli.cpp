@@ -1,4 +1,5 @@
-// arshim-policy: explain, check and show ARShim's selection policy, and list the ARSHIM_* options.
+// arshim-policy: explain, check and show ARShim's selection policy, list the ARSHIM_* options, and predict call times
+// with the cost model (`predict`, JSON).
 // (`arshim policy ...` runs this program.) It uses the same library as the shim, so what it says is what the shim
 // decides: ARSHIM_* variables are read from this program's own environment exactly as the shim reads them.
 #include <cstdio>
@@ -15,6 +16,7 @@
 #include "policy/rules.h"
 #include "policy/text.h"
 #include "policy/tuned_table.h"
+#include "tools/policy/predict_cli.h"
 #include "tools/policy/tune_table_cli.h"
 
 extern char** environ;
@@ -367,6 +369,26 @@ int main(int argc, char** argv) {
     tune_table->add_flag("--crossovers", tune_crossovers,
                          "Print the fitted parameters and the sizes where the model's ranking changes (JSON) instead");
 
+    PredictArgs pr;
+    CLI::App* predict = app.add_subcommand(
+        "predict", "The cost model's predicted times for a list of call shapes, as JSON: the library's allreduce, the "
+                   "built-in table's decision, a policy file's, and every path as ARSHIM_PATH forces it");
+    predict->add_option("--layout", pr.layouts, "NODESxPPN, e.g. 64x16 (repeat or separate with commas)")
+        ->delimiter(',');
+    predict->add_option("--sizes", pr.sizes, "Message sizes for every layout, e.g. 8,64K,4M");
+    predict->add_option("--shapes", pr.shapes_file,
+                        "JSON file (- for stdin): {\"shapes\": [{\"nodes\", \"ppn\", \"bytes\", \"params\": {...}}]}");
+    predict->add_option("--param", pr.params,
+                        "Machine parameter NAME=VALUE in SI units (copy_bw, intra_latency, gamma, alpha, net_bw, "
+                        "stream_gain); beats the policy file's [model]");
+    predict->add_option("--policy", pr.policy,
+                        "Policy file (default: $ARSHIM_POLICY): its decisions, and its [model] parameters");
+    predict->add_option("--mpi", pr.flavors, "Library whose algorithms are costed (default: both)")
+        ->check(CLI::IsMember(kFlavors));
+    predict->add_option("--decide-as", pr.decide_as,
+                        "Flavor whose rules decide (default: each costed flavor's own; SMPI's ARShim is mpich)")
+        ->check(CLI::IsMember(kFlavors));
+
     CLI11_PARSE(app, argc, argv);
 
     if (*explain) return run_explain(ex);
@@ -374,6 +396,7 @@ int main(int argc, char** argv) {
     if (*show) return run_show(show_policy, show_mpi);
     if (*options) return run_options(markdown);
     if (*tune_table) return run_tune_table(tune_samples, tune_crossovers);
+    if (*predict) return run_predict(pr);
     if (*builtin) {
         std::cout << builtin_policy_text();
         return 0;

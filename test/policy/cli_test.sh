@@ -84,6 +84,83 @@ expect options 0 '^ARSHIM_PATH \(choice, default auto' -- run "$exe" options
 expect options-md 0 '^\| `ARSHIM_SEGMENT_BYTES` \| size \| `0` \|' -- run "$exe" options --markdown
 expect default 0 '^version = 1$' -- run "$exe" default
 expect env-problem 0 'ARSHIM_WINDOW="x": expected an integer' -- run env ARSHIM_WINDOW=x "$exe" show
+# predict: the cost model's times as JSON. Expected values computed here by hand from policy/cost_model.cpp, with
+# parameters chosen so that each term is visible: alpha 10 us, net_bw 1 GB/s, copy_bw 10 GB/s, a' 1 us, no compute.
+machine=(--param alpha=1e-5 --param net_bw=1e9 --param copy_bw=1e10 --param intra_latency=1e-6 --param gamma=1e18
+         --param stream_gain=1)
+cat >"$work/tuned.toml" <<'TOML'
+version = 1
+
+[model]
+alpha = 2e-5
+net_bw = 5e8
+
+[[rule]]
+bytes = "1M.."
+nodes = "2"
+path = "pipelined"
+segment_bytes = "256K"
+window = 4
+TOML
+# json_check NAME PYTHON-EXPRESSION -- command...: the command's stdout as JSON `j` satisfies the expression.
+json_check() {
+    local name=$1 check=$2
+    shift 3
+    local out rc
+    out=$("$@" 2>"$work/stderr")
+    rc=$?
+    if [[ $rc -ne 0 ]] || ! python3 -c "import json, sys; j = json.loads(sys.stdin.read()); sys.exit(0 if ($check) else 1)" <<<"$out"; then
+        echo "FAIL $name: rc $rc, output:"
+        echo "$out" | head -c 3000 | sed 's/^/    /'
+        sed 's/^/    stderr: /' "$work/stderr"
+        echo "    (wanted: $check)"
+        failures=$((failures + 1))
+    else
+        passes=$((passes + 1))
+    fi
+}
+close() { echo "abs($1 - ($2)) < 1e-6 * ($2)"; }
+# MPICH 4.0.2 on 2 nodes x 1: Rabenseifner between the two ranks: 2 (alpha + n/2 / net_bw) = 20 + 1048.576 us.
+json_check predict-native-2x1 "$(close "j['predictions'][0]['flavors']['mpich']['native_us']" 1068.576)" -- \
+    run "$exe" predict --layout 2x1 --sizes 1M "${machine[@]}" --mpi mpich
+# One node x 8, 4 MiB: the built-in table's multi-leader with 8 leaders, 2 l a' + 2 n / copy_bw = 16 + 838.8608 us.
+json_check predict-builtin-1x8 "j['predictions'][0]['flavors']['mpich']['builtin']['decision'] == 'multileader leaders=8 pipeline_k=1 kernel=native' and $(close "j['predictions'][0]['flavors']['mpich']['builtin']['us']" 854.8608)" -- \
+    run "$exe" predict --layout 1x8 --sizes 4M "${machine[@]}"
+# Every layout x every size, both flavors, every path; paths without a model (reproducible, sharp) are null.
+json_check predict-cross "len(j['predictions']) == 6 and [(p['nodes'], p['ppn'], p['bytes']) for p in j['predictions']][:3] == [(2, 2, 8), (2, 2, 65536), (2, 2, 4194304)] and all(set(p['flavors']) == {'mpich', 'openmpi'} and p['flavors']['mpich']['paths']['reproducible']['us'] is None and p['flavors']['openmpi']['paths']['pipelined']['us'] > 0 for p in j['predictions'])" -- \
+    run "$exe" predict --layout 2x2,16x4 --sizes 8,64K,4M "${machine[@]}"
+# The forced paths get the parameters the shim would run them with (ARSHIM_PATH, the matching rule's or the path's own).
+json_check predict-forced "j['predictions'][0]['flavors']['openmpi']['paths']['multileader']['decision'] == 'multileader leaders=1 pipeline_k=1 kernel=native' and j['predictions'][0]['flavors']['openmpi']['paths']['pipelined']['decision'] == j['predictions'][0]['flavors']['openmpi']['builtin']['decision']" -- \
+    run "$exe" predict --layout 2x2 --sizes 4M "${machine[@]}"
+# --decide-as: SMPI's ARShim decides with the MPICH rules while the Open MPI selector's algorithms are costed.
+json_check predict-decide-as "j['predictions'][0]['flavors']['openmpi']['decided_as'] == 'mpich' and j['predictions'][0]['flavors']['openmpi']['builtin']['decision'].startswith('multileader leaders=2')" -- \
+    run "$exe" predict --layout 2x2 --sizes 4M --decide-as mpich --mpi openmpi "${machine[@]}"
+# A policy file: its decision, its [model] (under --param, over the defaults), as the shim would use it.
+json_check predict-policy "j['policy']['used'] and '[model]' in j['params_from'] and j['predictions'][0]['params']['alpha'] == 2e-5 and j['predictions'][0]['params']['net_bw'] == 5e8 and j['predictions'][0]['flavors']['mpich']['policy']['decision'] == 'pipelined segment_bytes=256K window=4 kernel=native' and j['predictions'][0]['flavors']['mpich']['policy']['rule'].endswith('tuned.toml:7')" -- \
+    run "$exe" predict --layout 2x2 --sizes 4M --policy "$work/tuned.toml" --mpi mpich
+json_check predict-policy-param "j['predictions'][0]['params']['alpha'] == 3e-6 and j['predictions'][0]['params']['net_bw'] == 5e8" -- \
+    run "$exe" predict --layout 2x2 --sizes 4M --policy "$work/tuned.toml" --param alpha=3e-6
+json_check predict-policy-rejected "not j['policy']['used'] and any('bad.toml' in p for p in j['problems'])" -- \
+    run "$exe" predict --layout 2x2 --sizes 4M --policy "$work/bad.toml"
+# --shapes: each shape's own parameters beat --param (2 x 1 Rabenseifner again: 2 (30 + 262.144) us).
+printf '%s' '{"shapes": [{"nodes": 2, "ppn": 1, "bytes": 1048576, "params": {"alpha": 3e-5, "net_bw": 2e9}}, {"nodes": 2, "ppn": 1, "bytes": 1048576}]}' >"$work/shapes.json"
+json_check predict-shapes "$(close "j['predictions'][0]['flavors']['mpich']['native_us']" 584.288) and $(close "j['predictions'][1]['flavors']['mpich']['native_us']" 1068.576)" -- \
+    run "$exe" predict --shapes "$work/shapes.json" "${machine[@]}" --mpi mpich
+json_check predict-shapes-stdin "len(j['predictions']) == 2" -- \
+    run sh -c "\"\$0\" predict --shapes - < \"\$1\"" "$exe" "$work/shapes.json"
+# Bad input: one line, status 2.
+expect predict-bad-param 2 "^arshim-policy predict: unknown machine parameter 'latency'; known: copy_bw" -- \
+    run "$exe" predict --layout 2x2 --sizes 1M --param latency=1
+expect predict-bad-value 2 'alpha must be a positive number' -- run "$exe" predict --layout 2x2 --sizes 1M --param alpha=-1
+expect predict-bad-layout 2 "layout '2by2': write NODESxPPN" -- run "$exe" predict --layout 2by2 --sizes 1M
+expect predict-bad-size 2 "sizes: '4Q' is not a size" -- run "$exe" predict --layout 2x2 --sizes 4Q
+expect predict-no-shapes 2 'give --layout \(with --sizes\) or --shapes' -- run "$exe" predict
+printf '{"shapes": [{"nodes": 0, "ppn": 1, "bytes": 8}]}' >"$work/zero.json"
+expect predict-zero-nodes 2 'nodes out of range' -- run "$exe" predict --shapes "$work/zero.json"
+printf '{"shapes": [' >"$work/cut.json"
+expect predict-cut-json 2 'not a JSON object with a "shapes" list' -- run "$exe" predict --shapes "$work/cut.json"
+expect predict-fifo 2 'fifo.toml: is a FIFO, not a regular file' -- \
+    run timeout 20 "$exe" predict --layout 2x2 --sizes 1M --policy "$work/fifo.toml"
 for example in "$examples"/*.toml; do
   expect "example-$(basename "$example")" 0 ': OK, [0-9]+ rules?$' -- run "$exe" check "$example"
 done

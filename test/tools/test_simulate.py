@@ -1,5 +1,8 @@
-"""arshim simulate (tools/arshim/simulate.py): the platform generator, the link bound, --resume's reading, and bad
-input (one line on stderr, exit status 2) through `arshim simulate` as a program. No MPI, no SimGrid needed."""
+"""arshim simulate (tools/arshim/simulate.py): the platform generator, the link bound, --resume's reading, the cost
+model's machine derived from the platform, the model_us column and the arshim-tuned configurations over a fake
+smpirun (with the built arshim-policy, ARSHIM_POLICY_PROGRAM), and bad input (one line on stderr, exit status 2)
+through `arshim simulate` as a program. No MPI, no SimGrid needed."""
+import csv
 import os
 import subprocess
 import sys
@@ -162,3 +165,227 @@ def test_rows_are_never_appended_through_a_planted_symlink_or_to_a_fifo(tmp_path
     with simulate.append_rows(str(regular)) as f:
         f.write("b\n")
     assert regular.read_text() == "a\nb\n"
+
+
+# ---- the platform's new parameters, and the model's machine ------------------------------------------------------
+
+def test_efficiency_and_loopback_in_the_platform():
+    c = cluster(simulate.platform_xml(4, 2, 1, 1.6, "flat", efficiency=0.93, loopback_gbytes=0.27,
+                                      loopback_latency_us=3.2))
+    assert c["bw"] == "0.11625GBps"                       # 1 Gbit/s x 0.93 of payload
+    assert c["bb_bw"] == "0.465GBps"                      # the backbone as wide as the 4 links at that rate
+    assert c["loopback_bw"] == "0.27GBps" and c["loopback_lat"] == "3.2us"
+    assert c["lat"] == "1.6us"
+    defaults = cluster(simulate.platform_xml(4, 2, 1, 1, "flat"))
+    assert defaults["bw"] == "0.125GBps" and defaults["loopback_bw"] == "20GBps" and defaults["loopback_lat"] == "0.2us"
+    for bad in (0, -0.5, 1.5):
+        with pytest.raises(simulate.SimulateError, match="bandwidth efficiency"):
+            simulate.platform_xml(2, 1, 1, 1, "flat", efficiency=bad)
+
+
+def test_smpi_factors_by_size():
+    # SimGrid 3.32's tables: from 64 KiB - 64 bytes on, 0.940694 of the bandwidth and 11.6436 x the latency.
+    assert simulate.smpi_factor(simulate.SMPI_BW_FACTOR, 1 << 20) == 0.940694
+    assert simulate.smpi_factor(simulate.SMPI_LAT_FACTOR, 65472) == 11.6436
+    assert simulate.smpi_factor(simulate.SMPI_LAT_FACTOR, 65471) == 3.48845
+    assert simulate.smpi_factor(simulate.SMPI_LAT_FACTOR, 8) == 2.01467
+    assert simulate.smpi_factor(simulate.SMPI_BW_FACTOR, 0) == 0.812084
+    assert simulate.factor_text(simulate.SMPI_LAT_FACTOR).startswith("65472:11.6436;15424:3.48845;")
+
+
+@pytest.mark.parametrize("nodes,topology,links", [(2, "flat", 2), (1024, "flat", 2), (16, "fat-tree", 2),
+                                                  (32, "fat-tree", 2 + 2 * 16 / 31), (2, "torus", 1),
+                                                  (16, "torus", 2 * 16 / 15)])
+def test_route_links(nodes, topology, links):
+    assert simulate.route_links(nodes, topology) == pytest.approx(links)
+
+
+def test_model_params_from_the_platform():
+    # 2 x 1 at 1 MiB: pieces of 512 KiB (latency) and 512 KiB (bandwidth), both SMPI's factors from 64 KiB.
+    p = simulate.model_params(1 << 20, 2, 1, 1, 1, "flat")
+    assert p["alpha"] == pytest.approx(2 * 1e-6 * 11.6436)            # two links of 1 us, SMPI's latency factor
+    assert p["net_bw"] == pytest.approx(125e6 * 0.940694 / 1.05)     # 0.896 of the link each way
+    assert p["stream_gain"] == 1 and p["gamma"] == simulate.NO_COMPUTE_GAMMA
+    assert p["intra_latency"] == pytest.approx(0.2e-6 * 11.6436)
+    assert p["copy_bw"] == pytest.approx(2 * 20e9 * 0.940694)
+    # 16 x 4 at 1 MiB: the smallest pieces are 16 KiB (latency factor 3.48845), the largest 512 KiB.
+    p = simulate.model_params(1 << 20, 16, 4, 100, 1, "flat", efficiency=0.5, loopback_gbytes=2, loopback_latency_us=1)
+    assert p["alpha"] == pytest.approx(2 * 1e-6 * 3.48845) and p["intra_latency"] == pytest.approx(1e-6 * 3.48845)
+    assert p["net_bw"] == pytest.approx(12.5e9 * 0.5 * 0.940694 / 1.05)
+    assert p["copy_bw"] == pytest.approx(2 * 2e9 * 0.940694)
+    small = simulate.model_params(8, 2, 1, 100, 1, "flat")
+    assert small["alpha"] == pytest.approx(2 * 1e-6 * 2.01467)
+    assert small["net_bw"] == pytest.approx(12.5e9 * 0.812084 / 1.05)
+
+
+def test_presets_fill_only_what_is_not_given():
+    args = simulate.build_parser().parse_args(["--nodes", "2", "--preset", "rig", "--latency-us", "5"])
+    values = simulate.platform_options(args)
+    rig = simulate.PRESETS["rig"]
+    assert values["latency_us"] == 5
+    assert values["link_gbit"] == float(rig["link_gbit"]) and values["efficiency"] == float(rig["bandwidth_efficiency"])
+    assert values["loopback_gbytes"] == float(rig["loopback_gbytes"])
+    plain = simulate.platform_options(simulate.build_parser().parse_args(["--nodes", "2"]))
+    assert plain == {"link_gbit": 100, "latency_us": 1, "efficiency": 1, "loopback_gbytes": 20,
+                     "loopback_latency_us": 0.2}
+
+
+def test_configs_all_and_tuned():
+    assert simulate.parse_configs("all") == list(simulate.CONFIGS)
+    assert simulate.parse_configs("all", "t.toml") == list(simulate.CONFIGS) + ["arshim-tuned-mpich", "arshim-tuned-ompi"]
+    assert simulate.parse_configs("arshim-tuned-ompi", "t.toml") == ["arshim-tuned-ompi"]
+    with pytest.raises(simulate.SimulateError, match="arshim-tuned-mpich: needs --policy FILE"):
+        simulate.parse_configs("native-mpich,arshim-tuned-mpich")
+
+
+# ---- bad input of the new options ---------------------------------------------------------------------------------
+
+def test_tuned_without_policy(tmp_path):
+    one_line_refusal(*run("--nodes", "2", "--configs", "arshim-tuned-mpich", "--out", str(tmp_path / "o.csv")),
+                     "arshim-tuned-mpich: needs --policy FILE")
+    assert not (tmp_path / "o.csv").exists()
+
+
+@pytest.mark.parametrize("options,words", [
+    (["--preset", "cluster"], "--preset 'cluster': unknown; allowed: rig"),
+    (["--bandwidth-efficiency", "1.2"], "--bandwidth-efficiency 1.2: must be at most 1"),
+    (["--bandwidth-efficiency", "0"], "--bandwidth-efficiency 0: must be a positive number"),
+    (["--loopback-gbytes", "fast"], "--loopback-gbytes 'fast': not a number"),
+    (["--loopback-latency-us", "-1"], "--loopback-latency-us -1: must be a positive number"),
+    (["--model-from", "guess"], "--model-from 'guess': unknown"),
+    (["--model-from", "policy"], "--model-from policy: needs --policy FILE"),
+])
+def test_bad_platform_and_model_options(tmp_path, options, words):
+    one_line_refusal(*run("--nodes", "2", *options, "--out", str(tmp_path / "o.csv")), words)
+
+
+def test_policy_that_is_no_file(tmp_path):
+    os.mkfifo(tmp_path / "fifo.toml")
+    one_line_refusal(*run("--nodes", "2", "--policy", str(tmp_path / "fifo.toml"), "--out", str(tmp_path / "o.csv")),
+                     "not a regular file")
+
+
+# ---- the model_us column over a fake smpirun ------------------------------------------------------------------------
+
+POLICY_PROGRAM = os.environ.get("ARSHIM_POLICY_PROGRAM")
+needs_policy_program = pytest.mark.skipif(not POLICY_PROGRAM or not os.access(POLICY_PROGRAM, os.X_OK),
+                                          reason="arshim-policy not built (ARSHIM_POLICY_PROGRAM)")
+
+
+@pytest.fixture
+def fake_sim(tmp_path):
+    """A fake smpirun that answers 100 us for every size and logs the configuration it was given, and stand-ins for
+    the two probes."""
+    log = tmp_path / "calls.log"
+    smpirun = tmp_path / "smpirun"
+    smpirun.write_text("#!/bin/sh\n"
+                       f'echo "$ARSHIM_PATH|$ARSHIM_POLICY|$ARSHIM_POLICY_MODE|$*" >> "{log}"\n'
+                       'while [ "$1" != "--iterations" ]; do shift; done\nshift 2\n'
+                       'for s in "$@"; do echo "probe $s 100.0"; done\n')
+    smpirun.chmod(0o755)
+    probes = []
+    for kind in ("native", "arshim"):
+        probe = tmp_path / f"probe-{kind}"
+        probe.write_text("")
+        probes += [f"--probe-{kind}", str(probe)]
+    return {"smpirun": str(smpirun), "log": log, "args": probes + ["--smpirun", str(smpirun), "--policy-program",
+                                                                    str(POLICY_PROGRAM)]}
+
+
+def simulate_rows(fake, tmp_path, *options, capsys=None, name="sweep.csv"):
+    out = tmp_path / name
+    rc = simulate.main(fake["args"] + ["--out", str(out), *options])
+    assert rc == 0, capsys.readouterr().err if capsys else rc
+    with open(out) as f:
+        return {(r["bytes"], r["config"]): r for r in csv.DictReader(f)}
+
+
+@needs_policy_program
+def test_model_column_for_a_known_shape(fake_sim, tmp_path, capsys):
+    rows = simulate_rows(fake_sim, tmp_path, "--nodes", "2", "--ppn", "1", "--link-gbit", "1", "--latency-us", "1",
+                         "--sizes", "1M", "--configs", "native-mpich,native-ompi,arshim-default-mpich,"
+                         "arshim-multileader-ompi,arshim-reproducible-mpich", capsys=capsys)
+    assert "model_us from the platform" in capsys.readouterr().err
+    n = 1 << 20
+    # 2 nodes x 1, 1 MiB: the route is two links of 1 us, x 11.6436 (SMPI's latency factor from 64 KiB); a link
+    # carries 1 Gbit/s x 0.940694 / 1.05 each way. MPICH 4.0.2 (the model) takes Rabenseifner between the two ranks:
+    # two exchanges of n/2.
+    alpha = 2 * 1e-6 * 11.6436
+    net_bw = 125e6 * 0.940694 / 1.05
+    rabenseifner = 2 * (alpha + n / 2 / net_bw) * 1e6
+    assert float(rows[(str(n), "native-mpich")]["model_us"]) == pytest.approx(rabenseifner, rel=1e-6)
+    # Open MPI 4.1.4 on 2 ranks at 1 MiB: Rabenseifner too (coll/tuned's table below 4 ranks from 256 KiB).
+    assert float(rows[(str(n), "native-ompi")]["model_us"]) == pytest.approx(rabenseifner, rel=1e-6)
+    # The built-in table at one rank per node on 2 nodes: the library's allreduce (MPICH rules in SMPI), and the
+    # multi-leader path declines to it at one rank per node on 2 nodes.
+    assert float(rows[(str(n), "arshim-default-mpich")]["model_us"]) == pytest.approx(rabenseifner, rel=1e-6)
+    assert float(rows[(str(n), "arshim-multileader-ompi")]["model_us"]) == pytest.approx(rabenseifner, rel=1e-6)
+    # No model of the reproducible path: empty, never a made-up number.
+    assert rows[(str(n), "arshim-reproducible-mpich")]["model_us"] == ""
+    assert all(r["sim_us"] == "100.000" and r["bound_us"] == "8388.608" for r in rows.values())
+
+
+@needs_policy_program
+def test_model_column_every_row_filled(fake_sim, tmp_path, capsys):
+    rows = simulate_rows(fake_sim, tmp_path, "--nodes", "4", "--ppn", "4", "--sizes", "8,64K,4M", capsys=capsys)
+    assert len(rows) == 3 * len(simulate.CONFIGS)
+    for (size, config), row in rows.items():
+        if "reproducible" in config:
+            assert row["model_us"] == ""
+        else:
+            assert float(row["model_us"]) > 0, (size, config)
+    # A larger call costs more, and the model says the same path costs the same under either selector's rules here
+    # only where the library's algorithms agree: no constant column.
+    assert float(rows[("4194304", "native-mpich")]["model_us"]) > float(rows[("65536", "native-mpich")]["model_us"])
+    assert len({row["model_us"] for row in rows.values()}) > 10
+
+
+TUNED_TABLE = """version = 1
+
+[model]
+alpha = 2e-5
+net_bw = 5e8
+copy_bw = 1e10
+intra_latency = 1e-6
+gamma = 1e18
+stream_gain = 1
+
+[[rule]]
+nodes = "2"
+path = "native"
+"""
+
+
+@needs_policy_program
+def test_tuned_configurations_run_the_table_and_its_model(fake_sim, tmp_path, capsys):
+    table = tmp_path / "tuned.toml"
+    table.write_text(TUNED_TABLE)
+    rows = simulate_rows(fake_sim, tmp_path, "--nodes", "2", "--ppn", "1", "--link-gbit", "1", "--sizes", "1M",
+                         "--policy", str(table), "--configs", "arshim-tuned-mpich,arshim-tuned-ompi,native-mpich",
+                         capsys=capsys)
+    assert "tuned.toml [model]" in capsys.readouterr().err
+    # The table's machine (auto: its [model]) and its rule (native): Rabenseifner, 2 (20 us + n/2 / 0.5 GB/s).
+    expected = 2 * (20 + (1 << 20) / 2 / 5e8 * 1e6)
+    for config in ("arshim-tuned-mpich", "arshim-tuned-ompi", "native-mpich"):
+        assert float(rows[("1048576", config)]["model_us"]) == pytest.approx(expected, rel=1e-6)
+    calls = fake_sim["log"].read_text().splitlines()
+    tuned = [c for c in calls if "coll-selector:mpich" in c and str(table) in c]
+    assert tuned and tuned[0].startswith(f"|{table}|prepend|")   # ARSHIM_POLICY, prepend; no ARSHIM_PATH
+    assert any(c.startswith("|||") and "coll-selector:mpich" in c for c in calls)  # native: no ARSHIM_* at all
+    # --model-from platform: the platform's machine instead, for the same rule (test_model_column_for_a_known_shape).
+    rows = simulate_rows(fake_sim, tmp_path, "--nodes", "2", "--ppn", "1", "--link-gbit", "1", "--sizes", "1M",
+                         "--policy", str(table), "--model-from", "platform", "--configs", "arshim-tuned-mpich",
+                         capsys=capsys, name="platform.csv")
+    rabenseifner = 2 * (2 * 1e-6 * 11.6436 + (1 << 20) / 2 / (125e6 * 0.940694 / 1.05)) * 1e6
+    assert float(rows[("1048576", "arshim-tuned-mpich")]["model_us"]) == pytest.approx(rabenseifner, rel=1e-6)
+
+
+@needs_policy_program
+def test_tuned_table_the_shim_would_reject(fake_sim, tmp_path, capsys):
+    table = tmp_path / "bad.toml"
+    table.write_text('version = 1\n[[rule]]\npath = "pipelined"\nsegmnts = 4\n')
+    rc = simulate.main(fake_sim["args"] + ["--nodes", "2", "--sizes", "1M", "--policy", str(table), "--configs",
+                                           "arshim-tuned-mpich", "--out", str(tmp_path / "o.csv")])
+    err = capsys.readouterr().err.splitlines()
+    assert rc == 2 and len(err) == 1 and "ARShim would not use this table" in err[0] and "segmnts" in err[0]
+    assert not fake_sim["log"].exists()  # nothing simulated

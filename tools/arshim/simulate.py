@@ -2,22 +2,39 @@
 (docs/scale.md).
 
   arshim simulate --nodes 16 --ppn 4 [--link-gbit 100] [--latency-us 1] [--topology flat|fat-tree|torus]
-                  [--platform FILE] [--sizes 8,64K,4M] [--configs ...] [--out simulate.csv] [--resume]
+                  [--bandwidth-efficiency 1] [--loopback-gbytes 20] [--loopback-latency-us 0.2] [--preset rig]
+                  [--platform FILE] [--sizes 8,64K,4M] [--configs ...] [--policy TUNED.toml]
+                  [--model-from auto|platform|policy] [--out simulate.csv] [--resume]
 
 Generates a SimGrid platform (or takes --platform) and a hostfile of --ppn ranks on each of --nodes hosts, then runs
 the probe (tools/simulate/probe.c) under smpirun once per configuration, over all --sizes:
   native-mpich, native-ompi       SMPI's own allreduce under its MPICH or Open MPI selector, no ARShim;
   arshim-default-mpich, -ompi     ARShim (libarshim-smpi.a) with its built-in policy over each selector;
-  arshim-<path>-mpich, -ompi      ARShim with ARSHIM_PATH=<path> (pipelined, multileader, reproducible).
+  arshim-<path>-mpich, -ompi      ARShim with ARSHIM_PATH=<path> (pipelined, multileader, reproducible);
+  arshim-tuned-mpich, -ompi       ARShim with the --policy table before its built-in rules (ARSHIM_POLICY,
+                                  ARSHIM_POLICY_MODE=prepend); only with --policy, which --configs all then includes.
+The platform: every host's link carries --link-gbit x --bandwidth-efficiency (the payload's share of the line rate,
+e.g. TCP goodput) with --latency-us per link; within a host a loopback of --loopback-gbytes GB/s and
+--loopback-latency-us. --preset rig gives the values fitted to the emulated cluster of docs/cluster.md (PRESETS;
+docs/scale.md "Calibration against the emulated rig") to the options not given. smpirun gets SMPI's size-dependent
+latency and bandwidth factors explicitly (SMPI_LAT_FACTOR, SMPI_BW_FACTOR: SimGrid 3.32's defaults).
 Every row of the CSV is nodes,ppn,bytes,config,sim_us,model_us,bound_us: sim_us the simulated time per call (the
-maximum over ranks), bound_us the link bound 2 (n-1)/n x bytes / bandwidth for n > 1 nodes (empty on one node).
-model_us is left empty: ARShim's cost model predicts only from a tuned table's machine parameters ([model]), which a
-generated platform does not have yet. Progress goes to stderr; --resume skips the (nodes, ppn, bytes, config) rows
-already in the CSV. Bad input is one line on stderr and exit status 2.
+maximum over ranks), bound_us the link bound 2 (n-1)/n x bytes / line rate for n > 1 nodes (empty on one node),
+model_us ARShim's cost model's prediction for the same call (policy/cost_model.h, one `arshim-policy predict` per
+run): for native-<sel> the library's own allreduce, for arshim-default-<sel> the built-in table's decision (as the
+SMPI build decides: its rules for MPICH, whatever the selector), for arshim-tuned-<sel> the --policy table's, for
+arshim-<path>-<sel> the path with the parameters ARSHIM_PATH gives it; the algorithms costed are MPICH 4.0.2's for
+the mpich selector and Open MPI 4.1.4's for ompi. The model's machine comes from the platform (model_params: SMPI's
+factors, the loopback, no charge for computation) or, with --policy and --model-from auto or policy, from the
+table's [model]. Empty where the model has none (the reproducible path). With --platform FILE the model and the
+bound take --link-gbit, --latency-us and the loopback options as the file's. Progress goes to stderr; --resume skips
+the (nodes, ppn, bytes, config) rows already in the CSV. Bad input (arshim-tuned-* without --policy, a table ARShim
+would reject, an unknown topology or preset, 0 nodes, no smpirun) is one line on stderr and exit status 2.
 """
 import argparse
 import csv
 import io
+import json
 import math
 import os
 import shutil
@@ -35,6 +52,9 @@ SELECTORS = ("mpich", "ompi")
 FORCED_PATHS = ("pipelined", "multileader", "reproducible")
 CONFIGS = tuple(f"native-{s}" for s in SELECTORS) + tuple(f"arshim-default-{s}" for s in SELECTORS) + \
     tuple(f"arshim-{p}-{s}" for p in FORCED_PATHS for s in SELECTORS)
+TUNED_CONFIGS = tuple(f"arshim-tuned-{s}" for s in SELECTORS)  # only with --policy
+# The cost model's name for the library each selector reimplements (arshim-policy predict --mpi).
+MODEL_FLAVOR = {"mpich": "mpich", "ompi": "openmpi"}
 COLUMNS = ("nodes", "ppn", "bytes", "config", "sim_us", "model_us", "bound_us")
 MAX_NODES = 1 << 16
 MAX_PPN = 1024
@@ -42,6 +62,35 @@ MAX_CSV_BYTES = 64 << 20
 CORE_SPEED = "10Gf"  # per core; SMPI's default smpi/host-speed makes host compute almost free (docs/scale.md)
 # Each rank's copy of the program needs its own static TLS block (ARShim's initial-exec thread_locals).
 TUNABLES = "glibc.rtld.optional_static_tls=2097152"
+# Within a host, messages take the host's loopback link (the generator's defaults).
+LOOPBACK_GBYTES = 20.0
+LOOPBACK_LATENCY_US = 0.2
+# SMPI's network model (network/model:SMPI) corrects each message by its size: its latency by smpi/lat-factor and its
+# bandwidth by smpi/bw-factor, piecewise (from SIZE bytes on: FACTOR). These are SimGrid 3.32's defaults, given to
+# smpirun explicitly so that the simulation and the model's parameters (model_params) use the same table whatever
+# SimGrid's own defaults are.
+SMPI_BW_FACTOR = ((65472, 0.940694), (15424, 0.697866), (9376, 0.58729), (5776, 1.08739), (3484, 0.77493),
+                  (1426, 0.608902), (732, 0.341987), (257, 0.338112), (0, 0.812084))
+SMPI_LAT_FACTOR = ((65472, 11.6436), (15424, 3.48845), (9376, 2.59299), (5776, 2.18796), (3484, 1.88101),
+                   (1426, 1.61075), (732, 1.9503), (257, 1.95341), (0, 2.01467))
+# network/crosstraffic (on by default): a transfer also loads the reverse direction of its route with 5% of its rate
+# (the acknowledgements), so two hosts exchanging a message each way get bw-factor / 1.05 of their links each
+# (measured: 2 nodes x 1, 1 Gbit/s, 1 to 4 MiB, 0.896 of the link).
+CROSSTRAFFIC = 1.05
+# SMPI charges no simulated time for computation here (docs/scale.md): its own reductions are never charged, and the
+# host CPU time of a rank's code (ARShim's copies and SIMD reductions) costs nearly nothing at the default
+# smpi/host-speed. The model's reduction throughput is therefore "free": 1e18 bytes/s (1 GiB in 1 ns).
+NO_COMPUTE_GAMMA = 1e18
+# Platform presets (--preset): values for the options not given. "rig": the emulated cluster of docs/cluster.md
+# (1 Gbit/s links shaped with tc on veth, 2 cores shared by every host), fitted in docs/scale.md "Calibration against
+# the emulated rig".
+PRESETS = {
+    "rig": {"link_gbit": "1", "latency_us": "1.6", "bandwidth_efficiency": "0.93", "loopback_gbytes": "0.27",
+            "loopback_latency_us": "3.2"},
+}
+PLATFORM_DEFAULTS = {"link_gbit": "100", "latency_us": "1", "bandwidth_efficiency": "1",
+                     "loopback_gbytes": f"{LOOPBACK_GBYTES:g}", "loopback_latency_us": f"{LOOPBACK_LATENCY_US:g}"}
+MAX_MODEL_OUTPUT = 64 << 20
 
 
 class SimulateError(ToolError):
@@ -103,21 +152,26 @@ def torus_dimensions(nodes):
     return ",".join(str(d) for d in best)
 
 
-def platform_xml(nodes, ppn, link_gbit, latency_us, topology):
+def platform_xml(nodes, ppn, link_gbit, latency_us, topology, efficiency=1.0, loopback_gbytes=LOOPBACK_GBYTES,
+                 loopback_latency_us=LOOPBACK_LATENCY_US):
     """A SimGrid platform (version 4.1): `nodes` hosts named node-0..node-<n-1> of `ppn` cores each, every host
-    linked at `link_gbit` Gbit/s with `latency_us` latency, in the given topology; messages within a host take a
-    loopback link (20 GB/s, 0.2 us)."""
+    linked at `link_gbit` Gbit/s x `efficiency` (the share of the line rate a transfer's payload gets, e.g. TCP
+    goodput) with `latency_us` latency, in the given topology; messages within a host take a loopback link of
+    `loopback_gbytes` GB/s and `loopback_latency_us` (default 20 GB/s, 0.2 us)."""
     if topology not in TOPOLOGIES:
         raise SimulateError(f"--topology {topology!r}: unknown; allowed: {', '.join(TOPOLOGIES)}")
     if nodes < 1 or ppn < 1:
         raise SimulateError(f"{nodes} nodes x {ppn} ranks per node: both must be at least 1")
-    bw = f"{link_gbit / 8:g}GBps"
+    if not (0 < efficiency <= 1):
+        raise SimulateError(f"bandwidth efficiency {efficiency:g}: must be above 0 and at most 1")
+    payload_gbit = link_gbit * efficiency
+    bw = f"{payload_gbit / 8:g}GBps"
     lat = f"{latency_us:g}us"
     common = (f'prefix="node-" suffix="" radical="0-{nodes - 1}" speed="{CORE_SPEED}" core="{ppn}" bw="{bw}" '
-              f'lat="{lat}" loopback_bw="20GBps" loopback_lat="0.2us"')
+              f'lat="{lat}" loopback_bw="{loopback_gbytes:g}GBps" loopback_lat="{loopback_latency_us:g}us"')
     if topology == "flat":
         # One switch: each host's private link, and a backbone as wide as every link at once (non-blocking).
-        extra = f'bb_bw="{link_gbit * nodes / 8:g}GBps" bb_lat="0us"'
+        extra = f'bb_bw="{payload_gbit * nodes / 8:g}GBps" bb_lat="0us"'
         what = "one switch, non-blocking"
     elif topology == "fat-tree":
         extra = f'topology="FAT_TREE" topo_parameters="{fat_tree_parameters(nodes)}"'
@@ -125,13 +179,69 @@ def platform_xml(nodes, ppn, link_gbit, latency_us, topology):
     else:
         extra = f'topology="TORUS" topo_parameters="{torus_dimensions(nodes)}"'
         what = f"torus {torus_dimensions(nodes)}"
+    shares = "" if efficiency == 1 else f" x {efficiency:g} efficiency"
+    loop = ("" if (loopback_gbytes, loopback_latency_us) == (LOOPBACK_GBYTES, LOOPBACK_LATENCY_US)
+            else f", loopback {loopback_gbytes:g} GB/s {loopback_latency_us:g} us")
     return ("<?xml version='1.0'?>\n"
             '<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">\n'
             '<platform version="4.1">\n'
-            f"  <!-- arshim simulate: {nodes} hosts x {ppn} cores, {link_gbit:g} Gbit/s, {latency_us:g} us, {what} -->\n"
+            f"  <!-- arshim simulate: {nodes} hosts x {ppn} cores, {link_gbit:g} Gbit/s{shares}, {latency_us:g} us, "
+            f"{what}{loop} -->\n"
             f'  <cluster id="sim" {common}\n'
             f"           {extra}/>\n"
             "</platform>\n")
+
+
+def smpi_factor(table, nbytes):
+    """The factor SMPI's network model applies to a message of `nbytes` (SMPI_BW_FACTOR, SMPI_LAT_FACTOR)."""
+    return next(f for size, f in table if nbytes >= size)
+
+
+def factor_text(table):
+    return ";".join(f"{size}:{f:g}" for size, f in table)
+
+
+def route_links(nodes, topology):
+    """The mean number of links (each of --latency-us) on the route between two distinct hosts: flat, 2 (the two
+    hosts' own links; the backbone adds none); a one-level fat tree, 2; two levels, 2 within a leaf and 4 across the
+    spines; a torus, the mean distance round each ring (dimension-ordered routes)."""
+    if nodes <= 1 or topology == "flat":
+        return 2.0
+    if topology == "fat-tree":
+        if nodes <= 16:
+            return 2.0
+        per_leaf = int(fat_tree_parameters(nodes).split(";")[1].split(",")[0])
+        return 2.0 + 2.0 * (nodes - per_leaf) / (nodes - 1)
+    mean = sum((d * d // 4) / d for d in (int(x) for x in torus_dimensions(nodes).split(",")))
+    return max(1.0, mean * nodes / (nodes - 1))
+
+
+def model_params(nbytes, nodes, ppn, link_gbit, latency_us, topology, efficiency=1.0,
+                 loopback_gbytes=LOOPBACK_GBYTES, loopback_latency_us=LOOPBACK_LATENCY_US):
+    """The cost model's machine (policy/model_types.h MachineParams, SI units) for calls of `nbytes` on `nodes` x
+    `ppn` of the generated platform, as SMPI's network model charges the messages of such a call. SMPI's factors
+    depend on a message's size, the model has one latency and one bandwidth: the latency factor is the one of the
+    smallest pieces an allreduce sends (nbytes / ranks: a ring's step, Rabenseifner's last), which pay most of the
+    latencies, the bandwidth factor the one of the largest (nbytes / 2), which carry most of the bytes.
+      alpha          the route's latency (route_links x --latency-us) x smpi/lat-factor;
+      net_bw         the link's payload rate (--link-gbit x --bandwidth-efficiency) x smpi/bw-factor / 1.05
+                     (crosstraffic: the algorithms exchange, so both directions carry data and acknowledgements);
+      stream_gain    1: a host's concurrent streams share its one link;
+      intra_latency  the loopback's latency x smpi/lat-factor;
+      copy_bw        twice the loopback's rate x smpi/bw-factor: a message within a host moves at the loopback's
+                     rate in each direction, and the model's intra-node step costs 2 b / copy_bw. ARShim's own node
+                     copies cost nothing in SMPI, which one copy_bw cannot tell apart (docs/scale.md "model_us");
+      gamma          NO_COMPUTE_GAMMA: SMPI charges no time for reductions."""
+    lat = smpi_factor(SMPI_LAT_FACTOR, nbytes / max(1, nodes * ppn))
+    bw = smpi_factor(SMPI_BW_FACTOR, nbytes / 2)
+    return {
+        "alpha": route_links(nodes, topology) * latency_us * 1e-6 * lat,
+        "net_bw": link_gbit * efficiency * 1e9 / 8 * bw / CROSSTRAFFIC,
+        "stream_gain": 1.0,
+        "intra_latency": loopback_latency_us * 1e-6 * lat,
+        "copy_bw": 2 * loopback_gbytes * 1e9 * bw,
+        "gamma": NO_COMPUTE_GAMMA,
+    }
 
 
 def hostfile_text(nodes, ppn):
@@ -171,11 +281,19 @@ def append_rows(path):
     return os.fdopen(fd, "a", newline="")
 
 
-def parse_configs(text):
+def parse_configs(text, policy=None):
+    """The configurations of --configs ("all": every one, the arshim-tuned ones only with a --policy); arshim-tuned-*
+    without --policy is refused."""
+    if text == "all":
+        return list(CONFIGS) + (list(TUNED_CONFIGS) if policy else [])
     configs = [c.strip() for c in text.split(",") if c.strip()]
-    unknown = [c for c in configs if c not in CONFIGS]
+    unknown = [c for c in configs if c not in CONFIGS + TUNED_CONFIGS]
     if unknown or not configs:
-        raise SimulateError(f"--configs: unknown {', '.join(unknown) or '(none given)'}; allowed: {', '.join(CONFIGS)}")
+        raise SimulateError(f"--configs: unknown {', '.join(unknown) or '(none given)'}; allowed: "
+                            f"{', '.join(CONFIGS + TUNED_CONFIGS)}")
+    tuned = [c for c in configs if c in TUNED_CONFIGS]
+    if tuned and not policy:
+        raise SimulateError(f"--configs {tuned[0]}: needs --policy FILE (a tuned table, e.g. from arshim tune)")
     return configs
 
 
@@ -205,11 +323,16 @@ def run_config(args, config, sizes, platform, hostfile, workdir):
     env = dict(os.environ, TMPDIR=workdir, GLIBC_TUNABLES=TUNABLES)
     for name in [n for n in env if n.startswith("ARSHIM_")]:
         del env[name]
-    if parts[0] == "arshim" and parts[1] != "default":
+    if parts[0] == "arshim" and parts[1] == "tuned":
+        # The tuned table before the built-in rules, as docs/tuning.md has a tuned table used; the shim reads it.
+        env["ARSHIM_POLICY"] = os.path.abspath(args.policy)
+        env["ARSHIM_POLICY_MODE"] = "prepend"
+    elif parts[0] == "arshim" and parts[1] != "default":
         env["ARSHIM_PATH"] = parts[1]
     np = args.nodes * args.ppn
     command = [args.smpirun, "-np", str(np), "-platform", platform, "-hostfile", hostfile,
-               f"--cfg=smpi/coll-selector:{selector}", "--log=root.thres:critical", probe,
+               f"--cfg=smpi/coll-selector:{selector}", f"--cfg=smpi/bw-factor:{factor_text(SMPI_BW_FACTOR)}",
+               f"--cfg=smpi/lat-factor:{factor_text(SMPI_LAT_FACTOR)}", "--log=root.thres:critical", probe,
                "--iterations", str(args.iterations)] + [str(s) for s in sizes]
     try:
         done = subprocess.run(command, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -230,17 +353,103 @@ def run_config(args, config, sizes, platform, hostfile, workdir):
     return times
 
 
+def model_rows(args, sizes, configs, platform):
+    """model_us for every (bytes, config): one run of `arshim-policy predict` for all sizes (docs/scale.md
+    "model_us"). `platform` holds the generated platform's parameters (model_params' arguments); the machine comes
+    from it, or from the --policy table's [model] (--model-from). Returns ({(bytes, config): us or None}, a line
+    saying where the parameters came from)."""
+    program = args.policy_program
+    if not program or not os.path.isfile(program) or not os.access(program, os.X_OK):
+        raise SimulateError(f"no arshim-policy program for the model_us column ({program or 'not found'}): build "
+                            "ARShim (meson compile -C build) and run `arshim simulate` from the build or installation")
+
+    def predict(with_platform):
+        shapes = [{"nodes": args.nodes, "ppn": args.ppn, "bytes": s} for s in sizes]
+        if with_platform:
+            for shape in shapes:
+                shape["params"] = model_params(shape["bytes"], args.nodes, args.ppn, **platform)
+        command = [program, "predict", "--shapes", "-", "--decide-as", "mpich"]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ARSHIM_")}
+        if args.policy:
+            command += ["--policy", os.path.abspath(args.policy)]
+            env["ARSHIM_POLICY_MODE"] = "prepend"  # as run_config runs the tuned table
+        try:
+            done = subprocess.run(command, input=json.dumps({"shapes": shapes}), env=env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, timeout=600)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise SimulateError(f"{program}: cannot run ({getattr(e, 'strerror', None) or 'timed out'})") from None
+        if done.returncode != 0 or len(done.stdout) > MAX_MODEL_OUTPUT:
+            last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            raise SimulateError(f"{program} predict exited with status {done.returncode} ({last[:200]})")
+        try:
+            answer = files.parse_json("arshim-policy predict", done.stdout)
+        except files.InputError as e:
+            raise SimulateError(str(e)) from None
+        if not isinstance(answer, dict):
+            raise SimulateError(f"{program} predict: not the answer asked for")
+        return answer
+
+    with_platform = args.model_from == "platform" or not args.policy
+    answer = predict(with_platform)
+    policy = answer.get("policy")
+    if args.policy and (not isinstance(policy, dict) or policy.get("used") is not True):
+        problems = answer.get("problems")
+        why = problems[0] if isinstance(problems, list) and problems and isinstance(problems[0], str) else "rejected"
+        raise SimulateError(f"--policy {files.escape(args.policy)}: ARShim would not use this table ({why[:200]})")
+    if not with_platform and "[model]" not in str(answer.get("params_from", "")):
+        if args.model_from == "policy":
+            raise SimulateError(f"--model-from policy: {files.escape(args.policy)} has no [model] section")
+        with_platform = True
+        answer = predict(True)
+    where = ("the platform (docs/scale.md \"model_us\")" if with_platform
+             else f"{files.escape(args.policy)} [model]")
+    rows = {}
+    predictions = answer.get("predictions")
+    if not isinstance(predictions, list) or len(predictions) != len(sizes):
+        raise SimulateError(f"{program} predict: not the answer asked for")
+
+    def number(entry):
+        value = entry.get("us") if isinstance(entry, dict) else entry
+        return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
+
+    for size, prediction in zip(sizes, predictions):
+        flavors = prediction.get("flavors", {}) if isinstance(prediction, dict) else {}
+        for config in configs:
+            parts = config.split("-")
+            entry = flavors.get(MODEL_FLAVOR[parts[-1]], {})
+            if not isinstance(entry, dict):
+                entry = {}
+            if parts[0] == "native":
+                rows[(size, config)] = number(entry.get("native_us"))
+            elif parts[1] == "default":
+                rows[(size, config)] = number(entry.get("builtin"))
+            elif parts[1] == "tuned":
+                rows[(size, config)] = number(entry.get("policy"))
+            else:
+                rows[(size, config)] = number(entry.get("paths", {}).get(parts[1]))
+    return rows, where
+
+
 def build_parser():
     parser = argparse.ArgumentParser(prog="arshim simulate", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nodes", required=True, help="simulated hosts")
     parser.add_argument("--ppn", default="1", help="ranks (and cores) per host (default 1)")
-    parser.add_argument("--link-gbit", default="100", help="each host's link, Gbit/s (default 100)")
-    parser.add_argument("--latency-us", default="1", help="each link's latency, microseconds (default 1)")
+    parser.add_argument("--preset", help="platform values for the options not given: " + ", ".join(PRESETS))
+    parser.add_argument("--link-gbit", help="each host's link, Gbit/s (default 100)")
+    parser.add_argument("--latency-us", help="each link's latency, microseconds (default 1)")
+    parser.add_argument("--bandwidth-efficiency", help="share of the line rate a transfer's payload gets, e.g. TCP "
+                        "goodput (0 < E <= 1, default 1); the bound stays the line rate's")
+    parser.add_argument("--loopback-gbytes", help="each host's loopback, GB/s (default 20)")
+    parser.add_argument("--loopback-latency-us", help="each host's loopback latency, microseconds (default 0.2)")
     parser.add_argument("--topology", default="flat", help="flat (one switch), fat-tree or torus (default flat)")
     parser.add_argument("--platform", help="a SimGrid platform file to use instead (hosts node-0, node-1, ...)")
     parser.add_argument("--sizes", default="8,64K,4M", help="message sizes (default 8,64K,4M)")
-    parser.add_argument("--configs", default=",".join(CONFIGS), help="configurations (default: all)")
+    parser.add_argument("--configs", default="all", help="configurations (default: all; the arshim-tuned ones with "
+                        "--policy)")
+    parser.add_argument("--policy", help="a tuned table (arshim tune) for the arshim-tuned-* configurations")
+    parser.add_argument("--model-from", default="auto", help="the model's machine: platform, policy (the --policy "
+                        "table's [model]) or auto (policy when it has a [model], default)")
     parser.add_argument("--iterations", default="5", help="timed calls per size (default 5)")
     parser.add_argument("--out", default="simulate.csv", help="the CSV (default simulate.csv)")
     parser.add_argument("--resume", action="store_true", help="skip the rows already in --out")
@@ -249,6 +458,7 @@ def build_parser():
     parser.add_argument("--keep", action="store_true", help="keep the generated platform and hostfile")
     parser.add_argument("--probe-native", help=argparse.SUPPRESS)
     parser.add_argument("--probe-arshim", help=argparse.SUPPRESS)
+    parser.add_argument("--policy-program", help=argparse.SUPPRESS)
     return parser
 
 
@@ -261,16 +471,41 @@ def main(argv):
         return 2
 
 
+def platform_options(args):
+    """The generated platform's values: the options given, else the --preset's, else the defaults."""
+    if args.preset is not None and args.preset not in PRESETS:
+        raise SimulateError(f"--preset {args.preset!r}: unknown; allowed: {', '.join(PRESETS)}")
+    preset = PRESETS.get(args.preset, {})
+    value = {k: getattr(args, k) if getattr(args, k) is not None else preset.get(k, PLATFORM_DEFAULTS[k])
+             for k in PLATFORM_DEFAULTS}
+    efficiency = positive_float("--bandwidth-efficiency", value["bandwidth_efficiency"])
+    if efficiency > 1:
+        raise SimulateError(f"--bandwidth-efficiency {value['bandwidth_efficiency']}: must be at most 1")
+    return {"link_gbit": positive_float("--link-gbit", value["link_gbit"]),
+            "latency_us": positive_float("--latency-us", value["latency_us"]),
+            "efficiency": efficiency,
+            "loopback_gbytes": positive_float("--loopback-gbytes", value["loopback_gbytes"]),
+            "loopback_latency_us": positive_float("--loopback-latency-us", value["loopback_latency_us"])}
+
+
 def simulate(args):
     args.nodes = positive_int("--nodes", args.nodes, MAX_NODES)
     args.ppn = positive_int("--ppn", args.ppn, MAX_PPN)
     args.iterations = positive_int("--iterations", args.iterations, 1 << 20)
-    link_gbit = positive_float("--link-gbit", args.link_gbit)
-    latency_us = positive_float("--latency-us", args.latency_us)
+    platform_values = platform_options(args)
+    link_gbit = platform_values["link_gbit"]
     if args.topology not in TOPOLOGIES:
         raise SimulateError(f"--topology {args.topology!r}: unknown; allowed: {', '.join(TOPOLOGIES)}")
+    if args.model_from not in ("auto", "platform", "policy"):
+        raise SimulateError(f"--model-from {args.model_from!r}: unknown; allowed: auto, platform, policy")
+    if args.model_from == "policy" and not args.policy:
+        raise SimulateError("--model-from policy: needs --policy FILE")
     sizes = parse_sizes(args.sizes)
-    configs = parse_configs(args.configs)
+    configs = parse_configs(args.configs, args.policy)
+    if args.policy:
+        # The shim reads the table (world rank 0, bounded, hostile-file rules); here only: is something there.
+        if not os.path.isfile(args.policy):
+            raise SimulateError(f"--policy {files.escape(args.policy)}: not a regular file")
     smpirun = args.smpirun or shutil.which("smpirun")
     if not smpirun or not os.path.isfile(smpirun) or not os.access(smpirun, os.X_OK):
         raise SimulateError(f"smpirun {'(' + args.smpirun + ') ' if args.smpirun else ''}not found: install "
@@ -286,18 +521,21 @@ def simulate(args):
         raise SimulateError(f"{args.out} exists: pass --resume to add to it, or another --out")
     todo = [(c, [s for s in sizes if (str(args.nodes), str(args.ppn), str(s), c) not in done]) for c in configs]
     todo = [(c, s) for c, s in todo if s]
+    model_platform = dict(platform_values, topology=args.topology)
+    model, model_where = model_rows(args, sizes, configs, model_platform) if todo else ({}, "")
     workdir = tempfile.mkdtemp(prefix="arshim-simulate.")
     try:
         platform = os.path.abspath(args.platform) if args.platform else os.path.join(workdir, "platform.xml")
         if not args.platform:
-            files.write_file(platform, platform_xml(args.nodes, args.ppn, link_gbit, latency_us, args.topology))
+            files.write_file(platform, platform_xml(args.nodes, args.ppn, topology=args.topology, **platform_values))
         hostfile = os.path.join(workdir, "hosts.txt")
         files.write_file(hostfile, hostfile_text(args.nodes, args.ppn))
         if not os.path.exists(args.out):
             files.write_file(args.out, ",".join(COLUMNS) + "\n")
         skipped = len(configs) * len(sizes) - sum(len(s) for _, s in todo)
         print(f"arshim simulate: {args.nodes} nodes x {args.ppn} ppn, {len(todo)} simulations to run"
-              + (f", {skipped} rows already in {args.out}" if skipped else ""), file=sys.stderr)
+              + (f", {skipped} rows already in {args.out}" if skipped else "")
+              + (f"; model_us from {model_where}" if todo else ""), file=sys.stderr)
         for index, (config, config_sizes) in enumerate(todo, 1):
             started = time.monotonic()
             times = run_config(args, config, config_sizes, platform, hostfile, workdir)
@@ -305,7 +543,9 @@ def simulate(args):
                 writer = csv.writer(f)
                 for s in config_sizes:
                     bound = bound_us(args.nodes, s, link_gbit)
-                    writer.writerow([args.nodes, args.ppn, s, config, f"{times[s]:.3f}", "",
+                    predicted = model.get((s, config))
+                    writer.writerow([args.nodes, args.ppn, s, config, f"{times[s]:.3f}",
+                                     "" if predicted is None else f"{predicted:.3f}",
                                      "" if bound is None else f"{bound:.3f}"])
             print(f"arshim simulate: [{index}/{len(todo)}] {config}: "
                   + ", ".join(f"{size_text(s)} {times[s]:.1f} us" for s in config_sizes)
