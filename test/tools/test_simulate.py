@@ -316,7 +316,7 @@ def test_model_column_for_a_known_shape(fake_sim, tmp_path, capsys):
     assert float(rows[(str(n), "native-mpich")]["model_us"]) == pytest.approx(rabenseifner, rel=1e-6)
     # Open MPI 4.1.4 on 2 ranks at 1 MiB: Rabenseifner too (coll/tuned's table below 4 ranks from 256 KiB).
     assert float(rows[(str(n), "native-ompi")]["model_us"]) == pytest.approx(rabenseifner, rel=1e-6)
-    # The built-in table at one rank per node on 2 nodes: the library's allreduce (MPICH rules in SMPI), and the
+    # The built-in table at one rank per node on 2 nodes: the library's allreduce (MPICH's rules under mpich), and the
     # multi-leader path declines to it at one rank per node on 2 nodes.
     assert float(rows[(str(n), "arshim-default-mpich")]["model_us"]) == pytest.approx(rabenseifner, rel=1e-6)
     assert float(rows[(str(n), "arshim-multileader-ompi")]["model_us"]) == pytest.approx(rabenseifner, rel=1e-6)

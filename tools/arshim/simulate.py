@@ -21,8 +21,8 @@ latency and bandwidth factors explicitly (SMPI_LAT_FACTOR, SMPI_BW_FACTOR: SimGr
 Every row of the CSV is nodes,ppn,bytes,config,sim_us,model_us,bound_us: sim_us the simulated time per call (the
 maximum over ranks), bound_us the link bound 2 (n-1)/n x bytes / line rate for n > 1 nodes (empty on one node),
 model_us ARShim's cost model's prediction for the same call (policy/cost_model.h, one `arshim-policy predict` per
-run): for native-<sel> the library's own allreduce, for arshim-default-<sel> the built-in table's decision (as the
-SMPI build decides: its rules for MPICH, whatever the selector), for arshim-tuned-<sel> the --policy table's, for
+run): for native-<sel> the library's own allreduce, for arshim-default-<sel> the built-in table's decision (the SMPI
+build decides with the rules of the selector's library: Open MPI's under ompi, MPICH's otherwise), for arshim-tuned-<sel> the --policy table's, for
 arshim-<path>-<sel> the path with the parameters ARSHIM_PATH gives it; the algorithms costed are MPICH 4.0.2's for
 the mpich selector and Open MPI 4.1.4's for ompi. The model's machine comes from the platform (model_params: SMPI's
 factors, the loopback, no charge for computation) or, with --policy and --model-from auto or policy, from the
@@ -368,7 +368,8 @@ def model_rows(args, sizes, configs, platform):
         if with_platform:
             for shape in shapes:
                 shape["params"] = model_params(shape["bytes"], args.nodes, args.ppn, **platform)
-        command = [program, "predict", "--shapes", "-", "--decide-as", "mpich"]
+        # Each selector's library decides with its own rules, as the SMPI build does (shim/core/flavor_smpi.cpp).
+        command = [program, "predict", "--shapes", "-"]
         env = {k: v for k, v in os.environ.items() if not k.startswith("ARSHIM_")}
         if args.policy:
             command += ["--policy", os.path.abspath(args.policy)]
