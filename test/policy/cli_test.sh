@@ -55,7 +55,7 @@ expect explain-help 0 '--bytes' -- run "$exe" explain --help
 expect explain-default 0 '^decision: +multileader leaders=8 pipeline_k=1 kernel=native$' -- \
     run "$exe" explain --bytes 4MiB --ppn 8 --nodes 1
 expect explain-rule 0 '^rule: +built-in default.toml:[0-9]+ \(rule [0-9]+, "one node, large' -- run "$exe" explain --bytes 4MiB --ppn 8 --nodes 1
-expect explain-both-flavors 0 '^mpi: +mpich, openmpi$' -- run "$exe" explain --bytes 1K --ppn 8 --nodes 16
+expect explain-both-flavors 0 '^mpi: +mpich, openmpi$' -- run "$exe" explain --bytes 1K --ppn 1 --nodes 16
 expect explain-file 0 '^rule: +.*good.toml:3 \(rule 1\)$' -- \
     run "$exe" explain --bytes 1M --ppn 8 --nodes 2 --mpi openmpi --policy "$work/good.toml"
 expect explain-file-other-mpi 0 '^decision: +native$' -- \
