@@ -166,8 +166,9 @@ PathOutcome serve_latency(const Call& call) {
     // read it at the previous use of the buffer -- a cross-core round trip on the critical path of every call (it
     // was about a third of an 8-byte call, perf on the 2-core VM; docs/paths.md "The latency path"). The values are
     // the slot's, so every rank still reduces the same values in the same order. nary_fn allows its destination to
-    // be its first or second source only, so an in-place call's input (= recvbuf) stands in for node ranks 0 and 1.
-    const bool own_from_input = call.args.sendbuf != MPI_IN_PLACE || me < 2;
+    // be its first or second source only, so an input that is the recvbuf (in place, or a sendbuf aliasing the
+    // recvbuf, which MPI forbids and some programs do) stands in for node ranks 0 and 1 only.
+    const bool own_from_input = input != output || me < 2;
     const void* sources[kMaxPpn];
     auto reduce_node = [&] {
         for (int r = 0; r < ppn; ++r) {
