@@ -5,7 +5,7 @@
   arshim lib [--mpi mpich|openmpi] [PROGRAM]     the library to preload (for batch scripts and other launchers)
   arshim policy explain|check|show|options|default ...
   arshim report RUN.json [RUN.json] ...
-  arshim bench kernels|allreduce|cma ...
+  arshim bench kernels|allreduce|cma|line-floor ...
   arshim cluster up|run|verify|down ...
   arshim simulate --nodes N --ppn P [--topology flat|fat-tree|torus] [--sizes ...] (SimGrid SMPI)
   arshim mpich-tests [--source PATH] [--flavors ...] [--configs ...] [--tests ...]   (development tool)
@@ -151,8 +151,8 @@ def cmd_policy(args):
 
 
 def cmd_bench(args):
-    if args.what == "cma":
-        exe = tool_path("arshim-bench-cma")
+    if args.what in ("cma", "line-floor"):
+        exe = tool_path("arshim-bench-" + args.what)
         os.execv(exe, [exe] + args.rest)
     if args.what == "allreduce":
         path = find_script(os.path.join("allreduce_bench", "bench_allreduce.py"), build_tree_only=True)
@@ -292,7 +292,7 @@ def main(argv=None):
     sub.add_parser("policy", help=PASSTHROUGH["policy"][0], add_help=False)
 
     bench = sub.add_parser("bench", help="benchmarks: kernels (SIMD reductions) or allreduce (paths vs native)")
-    bench.add_argument("what", choices=("kernels", "allreduce", "cma"))
+    bench.add_argument("what", choices=("kernels", "allreduce", "cma", "line-floor"))
     bench.add_argument("rest", nargs=argparse.REMAINDER, help="options of the benchmark (--help for them)")
     bench.set_defaults(func=cmd_bench)
 

@@ -12,7 +12,7 @@ expect() {  # expect NAME PATTERN OUTPUT
 }
 "$arshim" --help >/dev/null && "$arshim" run --help >/dev/null || { echo "FAIL: --help"; fail=1; }
 # Every command's --help and -h prints its usage on stdout and exits 0 (policy, report and cluster pass them on).
-for command in run lib policy report cluster tune "bench kernels" "bench allreduce" "bench cma"; do
+for command in run lib policy report cluster tune "bench kernels" "bench allreduce" "bench cma" "bench line-floor"; do
   for flag in --help -h; do
     # shellcheck disable=SC2086  # "bench kernels" is two words
     out=$("$arshim" $command "$flag" 2>&1 >/dev/null); rc=$?
@@ -20,6 +20,11 @@ for command in run lib policy report cluster tune "bench kernels" "bench allredu
     if [[ $rc -ne 0 || $lines -lt 1 ]]; then echo "FAIL: arshim $command $flag: exit $rc, $lines lines: $out"; fail=1; fi
   done
 done
+
+# The line floor runs (its sum check fails if an iteration of either process was lost) and refuses a bad option.
+out=$("$arshim" bench line-floor --iterations 2000 2>&1)
+expect "bench line-floor runs" "^[0-9.]+ ns per iteration \(2000 iterations" "$out"
+if "$arshim" bench line-floor --iterations 5 >/dev/null 2>&1; then echo "FAIL: line-floor took 5 iterations"; fail=1; fi
 
 out=$(ARSHIM_LOG=info "$arshim" run -v -- mpirun.mpich -n 1 "$build/examples/allreduce_sweep-mpich" --max 64 2>&1)
 expect "mpich program gets -genv LD_PRELOAD" "-genv LD_PRELOAD [^ ]*libarshim-mpich.so" "$out"
