@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "policy/cost_model.h"
+#include "shim/base/library_nb.h"
 #include "shim/base/mpi_util.h"
 #include "shim/paths/node_shm.h"
 #include "shim/paths/paths.h"
@@ -25,7 +26,7 @@ int internode_allreduce(void* data, std::size_t count, const Call& call, MPI_Com
     const std::size_t per = (count + pieces - 1) / pieces;
     int posted = 0, rc = MPI_SUCCESS;
     for (std::size_t first = 0; first < count; first += per) {
-        rc = PMPI_Iallreduce(MPI_IN_PLACE, static_cast<char*>(data) + first * call.type.size,
+        rc = library_iallreduce(MPI_IN_PLACE, static_cast<char*>(data) + first * call.type.size,
                              static_cast<int>(std::min(per, count - first)), call.args.datatype, call.library_op,
                              comm, &requests[posted]);
         if (rc != MPI_SUCCESS) break;

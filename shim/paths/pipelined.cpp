@@ -7,6 +7,7 @@
 #include <cstring>
 #include <new>
 
+#include "shim/base/library_nb.h"
 #include "shim/paths/path_context.h"
 #include "shim/paths/paths.h"
 
@@ -107,7 +108,7 @@ PathOutcome serve_pipelined(const Call& call) {
         else if (staging != nullptr)
             send = std::memcpy(staging + slot * segment_bytes, recv, n * element);
         requests[slot] = MPI_REQUEST_NULL;
-        return PMPI_Iallreduce(send, recv, n, args.datatype, op, args.comm, &requests[slot]);
+        return library_iallreduce(send, recv, n, args.datatype, op, args.comm, &requests[slot]);
     };
 
     int rc = MPI_SUCCESS;
