@@ -6,6 +6,7 @@ import csv
 import os
 import subprocess
 import sys
+import time
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -270,6 +271,36 @@ def test_policy_that_is_no_file(tmp_path):
 POLICY_PROGRAM = os.environ.get("ARSHIM_POLICY_PROGRAM")
 needs_policy_program = pytest.mark.skipif(not POLICY_PROGRAM or not os.access(POLICY_PROGRAM, os.X_OK),
                                           reason="arshim-policy not built (ARSHIM_POLICY_PROGRAM)")
+
+
+@needs_policy_program
+def test_a_timeout_kills_the_simulation_smpirun_left_running(tmp_path):
+    # smpirun runs the simulation in the background and waits for it: a timeout must end both, not orphan the child.
+    child_pid = tmp_path / "child.pid"
+    fake = tmp_path / "smpirun"
+    fake.write_text("#!/bin/sh\n"
+                    f'sleep 120 & echo $! > "{child_pid}"\n'
+                    "wait\n")
+    fake.chmod(0o755)
+    probes = []
+    for kind in ("native", "arshim"):
+        probe = tmp_path / f"probe-{kind}"
+        probe.write_text("")
+        probes += [f"--probe-{kind}", str(probe)]
+    rc, out, err = run("--nodes", "2", "--configs", "native-mpich", "--sizes", "8", "--smpirun", str(fake),
+                       "--policy-program", str(POLICY_PROGRAM), "--timeout", "2", "--out", str(tmp_path / "o.csv"),
+                       *probes)
+    assert rc == 2 and "took longer than --timeout" in err, err
+    pid = int(child_pid.read_text())
+    for _ in range(50):  # the kill is delivered at once; give the kernel a moment to reap
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(pid, 9)
+        pytest.fail(f"the simulation's child {pid} outlived the timeout")
 
 
 @pytest.fixture

@@ -38,6 +38,7 @@ import json
 import math
 import os
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -192,6 +193,24 @@ def platform_xml(nodes, ppn, link_gbit, latency_us, topology, efficiency=1.0, lo
             "</platform>\n")
 
 
+def run_group(command, workdir, env, timeout):
+    """Runs `command` in a process group of its own and returns its CompletedProcess; on a timeout (or an interrupt)
+    kills the whole group, then raises. smpirun starts the simulation (smpimain) in the background and waits for it:
+    killing smpirun alone left the simulation running, an orphan."""
+    proc = subprocess.Popen(command, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except BaseException:  # the timeout, or ^C: nothing of the simulation may outlive this run
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.communicate()
+        raise
+    return subprocess.CompletedProcess(command, proc.returncode, out, err)
+
+
 def smpi_factor(table, nbytes):
     """The factor SMPI's network model applies to a message of `nbytes` (SMPI_BW_FACTOR, SMPI_LAT_FACTOR)."""
     return next(f for size, f in table if nbytes >= size)
@@ -335,8 +354,7 @@ def run_config(args, config, sizes, platform, hostfile, workdir):
                f"--cfg=smpi/lat-factor:{factor_text(SMPI_LAT_FACTOR)}", "--log=root.thres:critical", probe,
                "--iterations", str(args.iterations)] + [str(s) for s in sizes]
     try:
-        done = subprocess.run(command, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True, timeout=args.timeout)
+        done = run_group(command, workdir, env, args.timeout)
     except subprocess.TimeoutExpired:
         raise SimulateError(f"{config}: the simulation took longer than --timeout {args.timeout} s") from None
     except OSError as e:
