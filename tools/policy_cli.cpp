@@ -386,7 +386,7 @@ int main(int argc, char** argv) {
     predict->add_option("--mpi", pr.flavors, "Library whose algorithms are costed (default: both)")
         ->check(CLI::IsMember(kFlavors));
     predict->add_option("--decide-as", pr.decide_as,
-                        "Flavor whose rules decide (default: each costed flavor's own; SMPI's ARShim is mpich)")
+                        "Flavor whose rules decide (default: each costed flavor's own)")
         ->check(CLI::IsMember(kFlavors));
 
     CLI11_PARSE(app, argc, argv);

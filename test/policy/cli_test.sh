@@ -132,7 +132,7 @@ json_check predict-cross "len(j['predictions']) == 6 and [(p['nodes'], p['ppn'],
 # The forced paths get the parameters the shim would run them with (ARSHIM_PATH, the matching rule's or the path's own).
 json_check predict-forced "j['predictions'][0]['flavors']['openmpi']['paths']['multileader']['decision'] == 'multileader leaders=1 pipeline_k=1 kernel=native' and j['predictions'][0]['flavors']['openmpi']['paths']['pipelined']['decision'] == j['predictions'][0]['flavors']['openmpi']['builtin']['decision']" -- \
     run "$exe" predict --layout 2x2 --sizes 4M "${machine[@]}"
-# --decide-as: SMPI's ARShim decides with the MPICH rules while the Open MPI selector's algorithms are costed.
+# --decide-as: the MPICH rules decide while Open MPI's algorithms are costed.
 json_check predict-decide-as "j['predictions'][0]['flavors']['openmpi']['decided_as'] == 'mpich' and j['predictions'][0]['flavors']['openmpi']['builtin']['decision'].startswith('multileader leaders=2')" -- \
     run "$exe" predict --layout 2x2 --sizes 4M --decide-as mpich --mpi openmpi "${machine[@]}"
 # A policy file: its decision, its [model] (under --param, over the defaults), as the shim would use it.

@@ -273,6 +273,16 @@ needs_policy_program = pytest.mark.skipif(not POLICY_PROGRAM or not os.access(PO
                                           reason="arshim-policy not built (ARSHIM_POLICY_PROGRAM)")
 
 
+def fake_probes(tmp_path):
+    """Stand-ins for the two probe programs (a fake smpirun never runs them): their command-line options."""
+    options = []
+    for kind in ("native", "arshim"):
+        probe = tmp_path / f"probe-{kind}"
+        probe.write_text("")
+        options += [f"--probe-{kind}", str(probe)]
+    return options
+
+
 @needs_policy_program
 def test_a_timeout_kills_the_simulation_smpirun_left_running(tmp_path):
     # smpirun runs the simulation in the background and waits for it: a timeout must end both, not orphan the child.
@@ -282,11 +292,7 @@ def test_a_timeout_kills_the_simulation_smpirun_left_running(tmp_path):
                     f'sleep 120 & echo $! > "{child_pid}"\n'
                     "wait\n")
     fake.chmod(0o755)
-    probes = []
-    for kind in ("native", "arshim"):
-        probe = tmp_path / f"probe-{kind}"
-        probe.write_text("")
-        probes += [f"--probe-{kind}", str(probe)]
+    probes = fake_probes(tmp_path)
     rc, out, err = run("--nodes", "2", "--configs", "native-mpich", "--sizes", "8", "--smpirun", str(fake),
                        "--policy-program", str(POLICY_PROGRAM), "--timeout", "2", "--out", str(tmp_path / "o.csv"),
                        *probes)
@@ -314,11 +320,7 @@ def fake_sim(tmp_path):
                        'while [ "$1" != "--iterations" ]; do shift; done\nshift 2\n'
                        'for s in "$@"; do echo "probe $s 100.0"; done\n')
     smpirun.chmod(0o755)
-    probes = []
-    for kind in ("native", "arshim"):
-        probe = tmp_path / f"probe-{kind}"
-        probe.write_text("")
-        probes += [f"--probe-{kind}", str(probe)]
+    probes = fake_probes(tmp_path)
     return {"smpirun": str(smpirun), "log": log, "args": probes + ["--smpirun", str(smpirun), "--policy-program",
                                                                     str(POLICY_PROGRAM)]}
 
