@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 
 PACKAGES=(build-essential gfortran meson ninja-build pkg-config python3 python3-numpy python3-mpi4py
-          mpich libmpich-dev openmpi-bin libopenmpi-dev
+          python3-pytest mpich libmpich-dev openmpi-bin libopenmpi-dev
           libspdlog-dev libunwind-dev catch2 libtomlplusplus-dev nlohmann-json3-dev libcli11-dev
           clang libclang-rt-14-dev iproute2 procps libdw-dev python3-matplotlib python3-jsonschema
           g++-aarch64-linux-gnu qemu-user

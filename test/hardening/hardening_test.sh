@@ -138,26 +138,46 @@ for level in "" info debug; do
 done
 
 # ---- 9. ARShim preloaded on some ranks only: no hang, a warning naming the ranks, ARShim off everywhere ------
+# The start-up check is a tree of fan-out 4 rooted at rank 0 (shim/core/handshake_tree.h): with 6 ranks, rank 1 is
+# the parent of rank 5, so a missing rank 1 is an inner node (rank 5 gives up on it, ranks 2-4 hear "disabled" from
+# rank 0) and a missing rank 5 is reported to rank 0 through rank 1.
 unset ARSHIM_TEST_YIELD_LIB
-mpmd() {  # mpmd PRELOAD_RANK0 PRELOAD_RANK1: "shim" or "none" for each of two ranks
-  local cmd=() p0=$1 p1=$2
-  local env0=(env ARSHIM_INIT_TIMEOUT=2) env1=(env ARSHIM_INIT_TIMEOUT=2)
-  [[ $p0 == shim ]] && env0+=(LD_PRELOAD="$shim${yield_lib:+:$yield_lib}")
-  [[ $p1 == shim ]] && env1+=(LD_PRELOAD="$shim${yield_lib:+:$yield_lib}")
-  [[ $p0 == none && -n $yield_lib ]] && env0+=(LD_PRELOAD="$yield_lib")
-  [[ $p1 == none && -n $yield_lib ]] && env1+=(LD_PRELOAD="$yield_lib")
+mpmd() {  # mpmd PRELOAD...: "shim" or "none" for each rank, one rank per word
+  local cmd=() args=() start=$SECONDS
   case $flavor in
     openmpi) cmd=(mpirun.openmpi --oversubscribe --mca mpi_yield_when_idle 1 --mca btl self,vader --bind-to none) ;;
     mpich) cmd=(mpirun.mpich) ;;
   esac
-  local start=$SECONDS
-  out=$(timeout -k 10 120 "${cmd[@]}" -n 1 "${env0[@]}" "$prog" sum : -n 1 "${env1[@]}" "$prog" sum 2>&1)
+  for p in "$@"; do
+    local e=(env ARSHIM_INIT_TIMEOUT=2)
+    if [[ $p == shim ]]; then e+=(LD_PRELOAD="$shim${yield_lib:+:$yield_lib}")
+    elif [[ -n $yield_lib ]]; then e+=(LD_PRELOAD="$yield_lib"); fi
+    [[ ${#args[@]} -gt 0 ]] && args+=(:)
+    args+=(-n 1 "${e[@]}" "$prog" sum)
+  done
+  out=$(timeout -k 10 180 "${cmd[@]}" "${args[@]}" 2>&1)
   rc=$? secs=$((SECONDS - start))
+}
+# The job finished with right sums: had ARShim stayed on at some ranks, their calls would take ARShim's node paths
+# while the others call the library, and the job would hang (timeout) or sum wrongly.
+expect_all_off() {  # expect_all_off NAME PATTERN...
+  local name=$1
+  shift
+  expect "$name" "$1"
+  for pattern in "$@"; do grep -qE -- "$pattern" <<<"$out" || bad "$name: no line matching '$pattern'" "$out"; done
 }
 mpmd shim none
 expect "ARShim on rank 0 only: finishes, names rank 1" 'arshim\[0\] warning: ARShim is not loaded on ranks 1 \(1 of 2 ranks\)'
 mpmd none shim
-expect "ARShim on rank 1 only: finishes, that rank says rank 0 did not answer" 'arshim\[1\] warning: rank 0 did not answer'
+expect "ARShim on rank 1 only: finishes, that rank says rank 0 did not answer" 'arshim\[1\] warning: rank 0 .*did not answer'
+mpmd shim none shim shim shim shim
+expect_all_off "6 ranks, not on rank 1 (an inner node of the check's tree)" \
+  'arshim\[0\] warning: ARShim is not loaded on ranks 1 \(1 of 6 ranks\)' \
+  'arshim\[5\] warning: rank 1 .*did not answer'
+mpmd shim shim shim shim none none
+expect_all_off "6 ranks, not on ranks 4 and 5 (a leaf under rank 0 and one under rank 1)" \
+  'arshim\[0\] warning: ARShim is not loaded on ranks 4, 5 \(2 of 6 ranks\)'
+(( $(grep -c 'arshim\[[0-9]\] warning' <<<"$out") == 1 )) || bad "6 ranks, not on 4 and 5: more than rank 0 warned" "$out"
 
 # ---- 10. ARSHIM_SHARP=auto loads the library only when a call can be routed to SHARP ------------------------
 export ARSHIM_TEST_YIELD_LIB=$yield_lib
