@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <utility>
 
 namespace arshim::handshake_tree {
 
@@ -101,7 +102,9 @@ inline void merge(Report& into, const Report& child) {
         std::array<uint64_t, kListed> listed{};
         std::copy(child.begin() + list_word, child.begin() + list_word + kListed, listed.begin());
         const uint64_t total = std::min<uint64_t>(child[count_word], uint64_t{1} << 40);
-        std::sort(listed.begin(), listed.begin() + std::min<uint64_t>(total, kListed));
+        const uint64_t n = std::min<uint64_t>(total, kListed);
+        for (uint64_t i = 1; i < n; ++i)  // insertion sort of at most kListed ranks
+            for (uint64_t j = i; j > 0 && listed[j - 1] > listed[j]; --j) std::swap(listed[j - 1], listed[j]);
         detail::add_ranks(into, count_word, list_word, listed.data(), total);
     }
 }

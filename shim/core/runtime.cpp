@@ -225,6 +225,7 @@ void find_device_runtime(Runtime& rt, bool collective) {
 void initialize(bool collective) {
     ReentryGuard guard;
     auto* rt = new Runtime;  // lives until process exit: attribute callbacks may run during MPI_Finalize
+    const double started = PMPI_Wtime();
     PMPI_Comm_rank(MPI_COMM_WORLD, &rt->world_rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &rt->world_size);
     rt->config_agreed = collective;
@@ -237,12 +238,14 @@ void initialize(bool collective) {
         log::configure(level_from(local), rt->world_rank);
         const Handshake handshake = check_every_rank_loaded(
             rt->world_rank, rt->world_size, static_cast<int>(local.number(OptionId::init_timeout)));
+        rt->check_seconds = PMPI_Wtime() - started;
         if (!handshake.all_loaded) {
             if (!handshake.problem.empty()) log::warn("{}", handshake.problem);
             rt->config = local;
             rt->settings = Settings::from(rt->config);
             rt->disabled = true;
             rt->config_agreed = false;
+            rt->startup_seconds = rt->check_seconds;
             g_runtime.store(rt, std::memory_order_release);
             return;
         }
@@ -321,7 +324,11 @@ void initialize(bool collective) {
             "tuning cache " + printable(rt->config.text(OptionId::tune_cache), 200));
         rt->policy = loaded.policy;
         problems.insert(problems.end(), loaded.problems.begin(), loaded.problems.end());
-        if (collective) rt->world_node = probe_world_nodes(rt->config, rt->world_rank, rt->world_size);
+        if (collective) {
+            const double nodes_started = PMPI_Wtime();
+            rt->world_node = probe_world_nodes(rt->config, rt->world_rank, rt->world_size);
+            rt->nodes_seconds = PMPI_Wtime() - nodes_started;
+        }
         find_device_runtime(*rt, collective);
         set_wait_policy(*rt, collective);
     }
@@ -348,6 +355,7 @@ void initialize(bool collective) {
                                {"settings", settings}});
     }
     rt->init_time = PMPI_Wtime();
+    rt->startup_seconds = rt->init_time - started;
 
     if (rt->world_rank == 0 && log::enabled(log::Level::info)) {
         std::string settings = rt->config.describe_set();
@@ -383,6 +391,8 @@ const Runtime& runtime() {
     std::call_once(g_once, [] { initialize(false); });
     return *g_runtime.load(std::memory_order_acquire);
 }
+
+const Runtime* runtime_if_started() { return g_runtime.load(std::memory_order_acquire); }
 
 void after_mpi_init() {
     std::call_once(g_once, [] { initialize(true); });

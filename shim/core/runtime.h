@@ -24,6 +24,9 @@ struct Runtime {
     bool disabled = false;
     bool config_agreed = false;  // config came from world rank 0 (MPI_Init was intercepted)
     double init_time = 0;        // MPI_Wtime at init, for the share of wall time spent in allreduce
+    double startup_seconds = 0;  // what ARShim's set-up in MPI_Init took on this rank (arshim_startup_seconds)
+    double check_seconds = 0;    // of which the start-up check (shim/core/handshake.h)
+    double nodes_seconds = 0;    // of which the world's node map (shim/core/world_nodes.h)
     std::string mpi_version;     // MPI_Get_library_version, first line
     std::string mpi_version_full;  // MPI_Get_library_version, all of it
     std::string policy_name;     // ARSHIM_POLICY as given ("" = built-in)
@@ -50,6 +53,8 @@ const char* smpi_selector_flavor();  // "openmpi" under SMPI's ompi selector, el
 // environment (no collective: it may be a sub-communicator call); the per-communicator agreement check then makes
 // sure the ranks of each communicator still decide alike.
 const Runtime& runtime();
+// The runtime if ARShim has been set up, else nullptr (never sets it up: for queries that must not start it).
+const Runtime* runtime_if_started();
 
 // Called by the MPI_Init / MPI_Init_thread entry points (C and Fortran) after the PMPI call succeeded.
 // Collective over MPI_COMM_WORLD: world rank 0's ARSHIM_* settings and policy file are broadcast.

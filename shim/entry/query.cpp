@@ -14,6 +14,19 @@ ARSHIM_EXPORT const char* arshim_version(void) { return ARSHIM_VERSION; }
 // The MPI flavor whose policy rules this library decides with: "mpich" or "openmpi" (under SMPI, the selector's).
 ARSHIM_EXPORT const char* arshim_mpi_flavor(void) { return arshim::mpi_flavor(); }
 
+// Seconds ARShim's set-up in MPI_Init took on this rank: "total" (all of it: the start-up check, the settings,
+// policy and cache broadcasts, the world's node map...), "check" (the start-up check alone) or "nodes" (the world's
+// node map: MPI_Comm_split_type twice and an allgather, shim/core/world_nodes.h); -1 for another stage
+// or before MPI_Init. Measured with MPI_Wtime (simulated time under SMPI; docs/scale.md "Start-up at scale").
+ARSHIM_EXPORT double arshim_startup_seconds(const char* stage) {
+    const arshim::Runtime* rt = arshim::runtime_if_started();
+    if (rt == nullptr || stage == nullptr) return -1;
+    if (std::strcmp(stage, "total") == 0) return rt->startup_seconds;
+    if (std::strcmp(stage, "check") == 0) return rt->check_seconds;
+    if (std::strcmp(stage, "nodes") == 0) return rt->nodes_seconds;
+    return -1;
+}
+
 // Calls this process sent to `path` ("native", "pipelined", "multileader", "sharp", "reproducible", "latency"), or -1 for an
 // unknown name.
 ARSHIM_EXPORT long long arshim_path_calls(const char* path) {

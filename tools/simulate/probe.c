@@ -8,7 +8,17 @@
  * state on first calls), a barrier, then N calls between two MPI_Wtime; the time per call is the maximum over ranks.
  * Rank 0 prints one line per size: "probe BYTES SIM_US". Buffers of 1 MiB and more are SMPI_SHARED_MALLOC: every
  * rank's buffer is the same memory, so 1 024 ranks fit, and the results are garbage (not checked; test/smpi checks
- * results). */
+ * results).
+ *
+ *   probe --startup BYTES
+ *
+ * Start-up instead (docs/scale.md "Start-up at scale"): one line "startup INIT_US WORLD_US TOTAL_US CHECK_US
+ * NODES_US DUP_US FIRST_US STEADY_US", each the maximum over ranks: the simulated time at which MPI_Init returned,
+ * the first allreduce on the world after it (ARShim's MPI_Init made some already), ARShim's own set-up in MPI_Init,
+ * its start-up check and its world node map (arshim_startup_seconds; -1 without ARShim), an MPI_Comm_dup of the
+ * world, the slowest of
+ * the first 12 allreduces of BYTES on it (ARShim serves a new communicator from its 8th call, and builds the path's
+ * state, such as a node window, there) and a later one. */
 #include <mpi.h>
 
 #include <stdio.h>
@@ -27,10 +37,70 @@ static void release(void* p, int shared) {
   else free(p);
 }
 
+/* ARShim's query API when the probe is linked with it (weak: null in the native probe). */
+extern double arshim_startup_seconds(const char* stage) __attribute__((weak));
+
+static double slowest_us(double seconds) {
+  double slowest = 0;
+  MPI_Reduce(&seconds, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  return slowest * 1e6;
+}
+
+enum { FIRST_CALLS = 12 };
+
+static void startup(int rank, long long bytes) {
+  const double init = MPI_Wtime();
+  /* SMPI sets a communicator's SMP-aware collectives up on the first one (O(p) in simulated time): ARShim's MPI_Init
+   * pays it for the world, a program without ARShim at its first allreduce on it, here. */
+  double t0 = MPI_Wtime(), one = 1, sum = 0;
+  MPI_Allreduce(&one, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  const double world = MPI_Wtime() - t0;
+  const double total = arshim_startup_seconds ? arshim_startup_seconds("total") : -1e-6;
+  const double check = arshim_startup_seconds ? arshim_startup_seconds("check") : -1e-6;
+  const double nodes = arshim_startup_seconds ? arshim_startup_seconds("nodes") : -1e-6;
+  long long count = bytes / (long long)sizeof(double);
+  if (count < 1) count = 1;
+  double* in = calloc((size_t)count, sizeof(double));
+  double* out = calloc((size_t)count, sizeof(double));
+  if (in == NULL || out == NULL) MPI_Abort(MPI_COMM_WORLD, 2);
+  MPI_Comm comm;
+  MPI_Barrier(MPI_COMM_WORLD);
+  t0 = MPI_Wtime();
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  const double dup = MPI_Wtime() - t0;
+  double first = 0; /* the slowest of the first calls: ARShim serves a new communicator from its 8th */
+  for (int c = 0; c < FIRST_CALLS; ++c) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    t0 = MPI_Wtime();
+    MPI_Allreduce(in, out, (int)count, MPI_DOUBLE, MPI_SUM, comm);
+    const double took = MPI_Wtime() - t0;
+    if (took > first) first = took;
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  t0 = MPI_Wtime();
+  MPI_Allreduce(in, out, (int)count, MPI_DOUBLE, MPI_SUM, comm);
+  const double steady = MPI_Wtime() - t0;
+  const double slowest[8] = {slowest_us(init),  slowest_us(world), slowest_us(total), slowest_us(check),
+                             slowest_us(nodes), slowest_us(dup),   slowest_us(first), slowest_us(steady)};
+  if (rank == 0) {
+    printf("startup %.3f %.3f %.3f %.3f %.3f %.3f %.3f %.3f\n", slowest[0], slowest[1], slowest[2], slowest[3],
+           slowest[4], slowest[5], slowest[6], slowest[7]);
+    fflush(stdout);
+  }
+  MPI_Comm_free(&comm);
+  free(in);
+  free(out);
+}
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (argc == 3 && strcmp(argv[1], "--startup") == 0) {
+    startup(rank, atoll(argv[2]));
+    MPI_Finalize();
+    return 0;
+  }
   int iterations = 5, first = 1;
   if (argc > 2 && strcmp(argv[1], "--iterations") == 0) {
     iterations = atoi(argv[2]);
