@@ -1,7 +1,9 @@
 """`arshim bench allreduce` runs and reports what it measured (tools/allreduce_bench/): every configuration and size
 has a row with a positive time in both timing modes (each call alone from a barrier, and loops of back-to-back calls
 with --batch), the speed-up column is native's time over the configuration's, a bad --batch is refused with exit
-status 2 before anything runs, and a failing run makes the exit status nonzero (its figures are missing). Timing
+status 2 before anything runs, and a failing run makes the exit status nonzero (its figures are missing). The
+figure files are written whole and never through a symlink planted where they go; a --csv in a directory that does
+not exist is refused before anything runs. Timing
 figures themselves are for benchmark runs, not tests.
 
   python3 -m pytest -p arshim_plugin test/mpi/test_bench_allreduce.py --build BUILD --flavor mpich|openmpi"""
@@ -12,8 +14,8 @@ import subprocess
 import pytest
 
 
-def bench(harness, tmp_path, *extra):
-    out = tmp_path / "bench.csv"
+def bench(harness, tmp_path, *extra, out=None):
+    out = out or tmp_path / "bench.csv"
     tool = os.path.join(harness.build, "tools", "arshim")
     cmd = [tool, "bench", "allreduce", "--mpi", harness.flavor, "--np", "2", "--min", "8", "--max", "512",
            "--factor", "8", "--rounds", "2", "--reps", "5", "--configs", "native,arshim-default",
@@ -48,3 +50,25 @@ def test_a_failing_run_fails_the_bench(harness, tmp_path):
     done, rows = bench(harness, tmp_path, "--type", "double", "--budget", "lots")
     assert done.returncode == 1, (done.returncode, done.stderr)
     assert "runs failed" in done.stderr and rows == [], done.stderr
+
+
+def test_a_planted_symlink_is_replaced_not_followed(harness, tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("the user's data\n")
+    planted = tmp_path / "bench.csv"
+    planted.symlink_to(victim)
+    figures = tmp_path / "bench.json"
+    figures.symlink_to(victim)
+    done, rows = bench(harness, tmp_path, "--json", str(figures), "--rounds", "1")
+    assert done.returncode == 0, done.stderr
+    assert victim.read_text() == "the user's data\n"
+    assert not planted.is_symlink() and not figures.is_symlink()
+    assert {r["config"] for r in rows} == {"native", "arshim-default"}, rows
+    assert '"config"' in figures.read_text()
+
+
+def test_a_csv_in_a_missing_directory_is_refused_before_the_runs(harness, tmp_path):
+    done, rows = bench(harness, tmp_path, out=tmp_path / "no-such-dir" / "bench.csv")
+    assert done.returncode == 2 and rows == [], done.stderr
+    assert "--csv" in done.stderr and "its directory does not exist" in done.stderr
+    assert "round 1" not in done.stderr  # nothing ran

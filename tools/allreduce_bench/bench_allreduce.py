@@ -22,7 +22,7 @@ import time
 HERE = os.path.dirname(os.path.realpath(__file__))
 BAD_POLICY = os.path.join(HERE, "bad_policy.toml")
 sys.path.insert(0, os.path.dirname(HERE))  # tools/: the arshim package
-from arshim import launchers  # noqa: E402
+from arshim import ToolError, files, launchers  # noqa: E402
 from arshim.sizes import size_text as human  # noqa: E402
 
 
@@ -262,6 +262,10 @@ def main():
         p.error("--bound needs --nodes N (N >= 2, the hosts the ranks span) and --link-gbit G (the link speed)")
     if not 1 <= args.batch <= 1000000:
         p.error(f"--batch {args.batch}: must be between 1 and 1000000")
+    for option, path in (("--csv", args.csv), ("--json", args.json)):
+        # Found out before the runs (they take minutes), not when the figures are written.
+        if path is not None and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+            p.error(f"{option} {files.escape(path)}: its directory does not exist")
     build = build_dir(args.build_dir)
     flavors = [f for f in args.mpi.split(",") if f]
     names = [n for n in args.configs.split(",") if n]
@@ -326,14 +330,19 @@ def main():
             print(line)
         if args.bound:
             print_bound_table(flavor, args, configs, sizes, results)
-    if args.csv:
-        with open(args.csv, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(records[0].keys()) if records else ["flavor"])
+    # Whole files or nothing, never through a symlink planted where they go (arshim/files.py write_file).
+    try:
+        if args.csv:
+            text = io.StringIO(newline="")
+            w = csv.DictWriter(text, fieldnames=list(records[0].keys()) if records else ["flavor"])
             w.writeheader()
             w.writerows(records)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(records, f, indent=1)
+            files.write_file(args.csv, text.getvalue())
+        if args.json:
+            files.write_file(args.json, json.dumps(records, indent=1) + "\n")
+    except ToolError as error:
+        print(f"bench_allreduce: {error}", file=sys.stderr)
+        return 2
     if failed:
         print(f"bench_allreduce: {failed} of {total_runs} runs failed (above); their figures are missing",
               file=sys.stderr)
