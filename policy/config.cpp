@@ -138,7 +138,8 @@ const std::array<OptionSpec, kOptionCount> kOptions = {{
      "(device_memory); off never classifies (only for jobs that pass host buffers alone to MPI_Allreduce: a device "
      "buffer would then crash). docs/device.md."},
     {OptionId::init_timeout, "ARSHIM_INIT_TIMEOUT", OptionType::integer, "30", nullptr, 1, 3600,
-     "Seconds the ranks wait at MPI_Init to learn that every rank loaded the same ARShim; otherwise ARShim is "
+     "Seconds a rank waits at MPI_Init for each rank it checks (its children in the start-up check's tree; each "
+     "level above waits a step longer) to learn that every rank loaded the same ARShim; otherwise ARShim is "
      "disabled on every rank. Read from each rank's own environment."},
     {OptionId::sharp, "ARSHIM_SHARP", OptionType::choice, "auto", "auto|on|off", 0, 0,
      "SHARP in-network path: auto loads the library if present and a rule or ARSHIM_PATH can route calls to it, "
