@@ -40,6 +40,7 @@ static void release(void* p, int shared) {
 /* ARShim's query API when the probe is linked with it (weak: null in the native probe). */
 extern double arshim_startup_seconds(const char* stage) __attribute__((weak));
 
+/* The largest of every rank's `seconds`, in microseconds (at rank 0). */
 static double slowest_us(double seconds) {
   double slowest = 0;
   MPI_Reduce(&seconds, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
@@ -123,10 +124,9 @@ int main(int argc, char** argv) {
     MPI_Barrier(MPI_COMM_WORLD);
     const double t0 = MPI_Wtime();
     for (int i = 0; i < iterations; ++i) MPI_Allreduce(in, out, (int)count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    double per_call = (MPI_Wtime() - t0) / iterations, slowest = 0;
-    MPI_Reduce(&per_call, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    const double per_call_us = slowest_us((MPI_Wtime() - t0) / iterations);
     if (rank == 0) {
-      printf("probe %lld %.3f\n", bytes, slowest * 1e6);
+      printf("probe %lld %.3f\n", bytes, per_call_us);
       fflush(stdout);
     }
     release(in, shared);
