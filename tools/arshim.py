@@ -188,9 +188,21 @@ def cmd_report(args):
     return report.main(args.rest)
 
 
+def simulate_probes(option_prefix):
+    """The simulation's probe programs (built with -Dsmpi) as options: [OPTION_PREFIX-native, path, ...]."""
+    extra = []
+    for kind in ("native", "arshim"):
+        try:
+            extra += [f"{option_prefix}-{kind}", tool_path("arshim-simulate-probe-" + kind)]
+        except ToolError:
+            pass
+    return extra
+
+
 def cmd_tune(args):
-    """arshim tune, told where this command and the measurement programs are."""
-    extra = ["--arshim", os.path.realpath(sys.argv[0])]
+    """arshim tune, told where this command and the measurement programs are (a launch's, and a simulation's for
+    --simulate)."""
+    extra = ["--arshim", os.path.realpath(sys.argv[0])] + simulate_probes("--simulate-probe")
     for flavor in FLAVORS:
         try:
             extra += [f"--probe-{flavor}", tool_path("arshim-tune-probe-" + flavor)]
@@ -202,12 +214,7 @@ def cmd_tune(args):
 def cmd_simulate(args):
     """arshim simulate, told where the probe programs (built with -Dsmpi) and arshim-policy (its model_us column)
     are."""
-    extra = []
-    for kind in ("native", "arshim"):
-        try:
-            extra += [f"--probe-{kind}", tool_path("arshim-simulate-probe-" + kind)]
-        except ToolError:
-            pass
+    extra = simulate_probes("--probe")
     try:
         extra += ["--policy-program", tool_path("arshim-policy")]
     except ToolError:

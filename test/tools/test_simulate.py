@@ -422,3 +422,98 @@ def test_tuned_table_the_shim_would_reject(fake_sim, tmp_path, capsys):
     err = capsys.readouterr().err.splitlines()
     assert rc == 2 and len(err) == 1 and "ARShim would not use this table" in err[0] and "segmnts" in err[0]
     assert not fake_sim["log"].exists()  # nothing simulated
+
+
+# ---- arshim tune's candidates, forced one by one ------------------------------------------------------------------
+
+def test_candidates_keyword_follows_the_layout():
+    four = simulate.parse_configs("candidates-ompi", ppn=4, nodes=16)
+    assert four == ["arshim-multileader-l1-ompi", "arshim-multileader-l2-ompi", "arshim-multileader-l4-ompi",
+                    "arshim-pipelined-one-ompi", "arshim-pipelined-64K-ompi", "arshim-pipelined-256K-ompi",
+                    "arshim-pipelined-1M-ompi"]
+    both = simulate.parse_configs("candidates", ppn=4, nodes=16)
+    assert len(both) == 14 and {c.rsplit("-", 1)[1] for c in both} == {"mpich", "ompi"}
+    # One rank per node on 3 nodes: ARShim's ring is a candidate; no multi-leader with several leaders.
+    three = simulate.parse_configs("candidates-mpich", ppn=1, nodes=3)
+    assert three[0] == "arshim-multileader-ring-mpich" and not any("-l2-" in c for c in three)
+    # A candidate of another layout is refused, naming this layout's.
+    with pytest.raises(simulate.SimulateError, match=r"unknown arshim-multileader-l8-ompi on 16 x 4.*multileader-l4"):
+        simulate.parse_configs("arshim-multileader-l8-ompi", ppn=4, nodes=16)
+    # Listed twice (by name and by the keyword): simulated once.
+    assert simulate.parse_configs("arshim-pipelined-1M-ompi,candidates-ompi", ppn=4, nodes=16).count(
+        "arshim-pipelined-1M-ompi") == 1
+
+
+def test_config_parts_settings_and_sizes():
+    class Args:
+        ppn, nodes, policy = 4, 16, "t.toml"
+    assert simulate.config_parts("native-ompi") == ("native", "ompi", "ompi")
+    assert simulate.config_parts("arshim-default-mpich") == ("default", "default", "mpich")
+    assert simulate.config_parts("arshim-latency-ompi") == ("path", "latency", "ompi")
+    assert simulate.config_parts("arshim-pipelined-256K-ompi") == ("candidate", "pipelined-256K", "ompi")
+    assert simulate.config_settings("arshim-multileader-l2-mpich", Args) == {
+        "ARSHIM_PATH": "multileader", "ARSHIM_LEADERS": "2", "ARSHIM_PIPELINE_K": "1"}
+    assert simulate.config_settings("arshim-latency-ompi", Args) == {"ARSHIM_PATH": "latency"}
+    assert simulate.config_settings("native-ompi", Args) == {}
+    sizes = [8, 4096, 65536, 1 << 20]
+    # The tuner measures a segment size only from one segment up, the whole message as one call below 64 KiB.
+    assert simulate.config_sizes("arshim-pipelined-256K-ompi", sizes, Args) == [1 << 20]
+    assert simulate.config_sizes("arshim-pipelined-one-ompi", sizes, Args) == [8, 4096]
+    assert simulate.config_sizes("arshim-multileader-l4-ompi", sizes, Args) == sizes
+    assert simulate.config_sizes("arshim-default-ompi", sizes, Args) == sizes
+
+
+@pytest.fixture
+def fake_sim_served(tmp_path):
+    """A fake smpirun whose forced path serves no call (the probe's SERVED column 0) and logs its settings."""
+    log = tmp_path / "calls.log"
+    smpirun = tmp_path / "smpirun"
+    smpirun.write_text("#!/bin/sh\n"
+                       f'echo "$ARSHIM_PATH|$ARSHIM_LEADERS|$ARSHIM_SEGMENT_BYTES|$*" >> "{log}"\n'
+                       'while [ "$1" != "--iterations" ]; do shift; done\nshift 2\n'
+                       'for s in "$@"; do if [ -n "$ARSHIM_PATH" ]; then echo "probe $s 50.0 0.000"; '
+                       'else echo "probe $s 100.0 -1.000"; fi; done\n')
+    smpirun.chmod(0o755)
+    return {"smpirun": str(smpirun), "log": log, "args": fake_probes(tmp_path) + [
+        "--smpirun", str(smpirun), "--policy-program", str(POLICY_PROGRAM)]}
+
+
+@needs_policy_program
+def test_candidate_runs_its_settings_and_a_declining_path_is_named(fake_sim_served, tmp_path, capsys):
+    rows = simulate_rows(fake_sim_served, tmp_path, "--nodes", "4", "--ppn", "4", "--sizes", "8,1M", "--configs",
+                         "arshim-multileader-l2-ompi,arshim-pipelined-256K-ompi,native-ompi", capsys=capsys)
+    assert set(rows) == {("8", "arshim-multileader-l2-ompi"), ("1048576", "arshim-multileader-l2-ompi"),
+                         ("1048576", "arshim-pipelined-256K-ompi"), ("8", "native-ompi"), ("1048576", "native-ompi")}
+    calls = fake_sim_served["log"].read_text().splitlines()
+    assert any(c.startswith("multileader|2||") for c in calls), calls
+    assert any(c.startswith("pipelined||262144|") and c.endswith(" 1048576") for c in calls), calls
+    err = capsys.readouterr().err
+    assert "arshim-multileader-l2-ompi: the forced path declined calls at 8, 1M (served 0%)" in err
+    # Each candidate's model_us is its own parameters' prediction: two leaders and one differ at 1 MiB on 4 x 4.
+    assert rows[("1048576", "arshim-multileader-l2-ompi")]["model_us"] != ""
+    assert rows[("1048576", "arshim-pipelined-256K-ompi")]["model_us"] != rows[("1048576", "native-ompi")]["model_us"]
+
+
+# ---- arshim tune --simulate: its cluster options ------------------------------------------------------------------
+
+def run_tune(*args):
+    done = subprocess.run([sys.executable, ARSHIM, "tune", *args], capture_output=True, text=True, timeout=60,
+                          stdin=subprocess.DEVNULL)
+    return done.returncode, done.stdout, done.stderr
+
+
+@pytest.mark.parametrize("options,words", [
+    (["--simulate", "--nodes 2 --ppn 2", "--", "mpirun", "-n", "4"], "give it no launcher line"),
+    (["--simulate", "--nodes 2 --ppn 2"], "pass --mpi mpich|openmpi"),
+    (["--simulate", "--ppn 2", "--mpi", "mpich"], "give the cluster's --nodes"),
+    (["--simulate", "--nodes 2 --out x.csv", "--mpi", "mpich"], "--out is not a cluster option"),
+    (["--simulate", "--nodes 0", "--mpi", "mpich"], "--nodes 0: must be between 1"),
+    (["--simulate", "--nodes 2 --topology ring", "--mpi", "mpich"], "--topology 'ring': unknown"),
+    (["--simulate", "--nodes 2 'unbalanced", "--mpi", "mpich"], "No closing quotation"),
+    (["--simulate", "--nodes 2 --smpirun /nonexistent/smpirun", "--mpi", "mpich"], "not found"),
+])
+def test_tune_simulate_bad_cluster_is_one_line(tmp_path, options, words):
+    rc, out, err = run_tune("--out", str(tmp_path / "t.toml"), *options)
+    lines = err.splitlines()
+    assert rc == 2 and len(lines) == 1 and lines[0].startswith("arshim tune: ") and words in lines[0], err
+    assert not (tmp_path / "t.toml").exists()

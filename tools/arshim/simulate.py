@@ -46,11 +46,12 @@ import tempfile
 import time
 
 from . import ToolError, files
+from .candidates import candidate, candidate_names
 from .sizes import parse_size, size_text
 
 TOPOLOGIES = ("flat", "fat-tree", "torus")
 SELECTORS = ("mpich", "ompi")
-FORCED_PATHS = ("pipelined", "multileader", "reproducible")
+FORCED_PATHS = ("pipelined", "multileader", "latency", "reproducible")
 CONFIGS = tuple(f"native-{s}" for s in SELECTORS) + tuple(f"arshim-default-{s}" for s in SELECTORS) + \
     tuple(f"arshim-{p}-{s}" for p in FORCED_PATHS for s in SELECTORS)
 TUNED_CONFIGS = tuple(f"arshim-tuned-{s}" for s in SELECTORS)  # only with --policy
@@ -300,20 +301,65 @@ def append_rows(path):
     return os.fdopen(fd, "a", newline="")
 
 
-def parse_configs(text, policy=None):
-    """The configurations of --configs ("all": every one, the arshim-tuned ones only with a --policy); arshim-tuned-*
-    without --policy is refused."""
+def parse_configs(text, policy=None, ppn=1, nodes=1):
+    """The configurations of --configs ("all": every one but the candidates, the arshim-tuned ones only with a
+    --policy; "candidates" or "candidates-<selector>": arshim tune's candidates of this layout, each forced);
+    arshim-tuned-* without --policy is refused."""
     if text == "all":
         return list(CONFIGS) + (list(TUNED_CONFIGS) if policy else [])
-    configs = [c.strip() for c in text.split(",") if c.strip()]
-    unknown = [c for c in configs if c not in CONFIGS + TUNED_CONFIGS]
+    names = candidate_names(ppn, nodes)
+    configs = []
+    for c in (c.strip() for c in text.split(",") if c.strip()):
+        if c == "candidates" or c in (f"candidates-{s}" for s in SELECTORS):
+            selectors = SELECTORS if c == "candidates" else (c.split("-")[1],)
+            configs += [f"arshim-{n}-{s}" for n in names for s in selectors]
+        else:
+            configs.append(c)
+    allowed = CONFIGS + TUNED_CONFIGS + tuple(f"arshim-{n}-{s}" for n in names for s in SELECTORS)
+    unknown = [c for c in configs if c not in allowed]
     if unknown or not configs:
-        raise SimulateError(f"--configs: unknown {', '.join(unknown) or '(none given)'}; allowed: "
-                            f"{', '.join(CONFIGS + TUNED_CONFIGS)}")
+        raise SimulateError(f"--configs: unknown {', '.join(unknown) or '(none given)'} on {nodes} x {ppn}; allowed: "
+                            f"{', '.join(CONFIGS + TUNED_CONFIGS)}, candidates, candidates-mpich, candidates-ompi "
+                            f"(this layout's: {', '.join(names)})")
     tuned = [c for c in configs if c in TUNED_CONFIGS]
     if tuned and not policy:
         raise SimulateError(f"--configs {tuned[0]}: needs --policy FILE (a tuned table, e.g. from arshim tune)")
-    return configs
+    return list(dict.fromkeys(configs))
+
+
+def config_parts(config):
+    """(kind, name, selector) of a known configuration: kind native (name the selector), default, tuned, path
+    (name a forced path with its defaults) or candidate (name one of arshim tune's candidates)."""
+    head, _, selector = config.rpartition("-")
+    if head == "native":
+        return "native", selector, selector
+    name = head.removeprefix("arshim-")
+    if name in ("default", "tuned"):
+        return name, name, selector
+    return ("path" if name in FORCED_PATHS else "candidate"), name, selector
+
+
+def config_settings(config, args):
+    """The ARSHIM_* settings a configuration runs with (besides the ones every run gets)."""
+    kind, name, _ = config_parts(config)
+    if kind == "tuned":
+        # The tuned table before the built-in rules, as docs/tuning.md has a tuned table used; the shim reads it.
+        return {"ARSHIM_POLICY": os.path.abspath(args.policy), "ARSHIM_POLICY_MODE": "prepend"}
+    if kind == "path":
+        return {"ARSHIM_PATH": name}
+    if kind == "candidate":
+        return dict(candidate(name, args.ppn, args.nodes)[1])
+    return {}
+
+
+def config_sizes(config, sizes, args):
+    """The sizes a configuration is simulated at: a candidate only within the sizes arshim tune measures it at (a
+    segmented pipeline below one segment is the whole message as one non-blocking allreduce: pipelined-one)."""
+    kind, name, _ = config_parts(config)
+    if kind != "candidate":
+        return sizes
+    _, _, _, lo, hi = candidate(name, args.ppn, args.nodes)
+    return [s for s in sizes if s >= lo and (hi is None or s <= hi)]
 
 
 def read_done(path):
@@ -331,44 +377,47 @@ def read_done(path):
 
 
 def run_config(args, config, sizes, platform, hostfile, workdir):
-    """Runs the probe once for `config` over `sizes`: bytes -> simulated us per call."""
-    parts = config.split("-")
-    selector = parts[-1]
-    probe = args.probe_native if parts[0] == "native" else args.probe_arshim
+    """Runs the probe once for `config` over `sizes`: ({bytes: simulated us per call}, {bytes: the share of the
+    calls the forced path served, -1 when no path is forced})."""
+    kind, _, selector = config_parts(config)
+    return run_probe(args, selector, kind != "native", config_settings(config, args), sizes, args.nodes * args.ppn,
+                     platform, hostfile, workdir, config)
+
+
+def run_probe(args, selector, with_arshim, settings, sizes, ranks, platform, hostfile, workdir, what):
+    """One smpirun of the probe (with ARShim and `settings`, or SMPI's own allreduce) under `selector` over `sizes`
+    on `ranks` ranks placed by `hostfile`: ({bytes: simulated us per call}, {bytes: share of the calls the forced
+    path served, or -1}). `what` names the run in errors."""
+    probe = args.probe_arshim if with_arshim else args.probe_native
     if not probe or not os.path.isfile(probe):
-        raise SimulateError(f"no probe program for {config} ({probe or 'not built'}): build ARShim with -Dsmpi "
+        raise SimulateError(f"no probe program for {what} ({probe or 'not built'}): build ARShim with -Dsmpi "
                             "(meson compile -C build) and run `arshim simulate` from the build or installation")
     probe = os.path.abspath(probe)  # smpirun runs in the work directory
     env = dict(os.environ, TMPDIR=workdir, GLIBC_TUNABLES=TUNABLES)
     for name in [n for n in env if n.startswith("ARSHIM_")]:
         del env[name]
-    if parts[0] == "arshim" and parts[1] == "tuned":
-        # The tuned table before the built-in rules, as docs/tuning.md has a tuned table used; the shim reads it.
-        env["ARSHIM_POLICY"] = os.path.abspath(args.policy)
-        env["ARSHIM_POLICY_MODE"] = "prepend"
-    elif parts[0] == "arshim" and parts[1] != "default":
-        env["ARSHIM_PATH"] = parts[1]
-    np = args.nodes * args.ppn
-    command = [args.smpirun, "-np", str(np), "-platform", platform, "-hostfile", hostfile,
+    env.update(settings)
+    command = [args.smpirun, "-np", str(ranks), "-platform", platform, "-hostfile", hostfile,
                f"--cfg=smpi/coll-selector:{selector}", f"--cfg=smpi/bw-factor:{factor_text(SMPI_BW_FACTOR)}",
                f"--cfg=smpi/lat-factor:{factor_text(SMPI_LAT_FACTOR)}", "--log=root.thres:critical", probe,
                "--iterations", str(args.iterations)] + [str(s) for s in sizes]
     try:
         done = run_group(command, workdir, env, args.timeout)
     except subprocess.TimeoutExpired:
-        raise SimulateError(f"{config}: the simulation took longer than --timeout {args.timeout} s") from None
+        raise SimulateError(f"{what}: the simulation took longer than --timeout {args.timeout} s") from None
     except OSError as e:
         raise SimulateError(f"{args.smpirun}: cannot run ({e.strerror})") from None
-    times = {}
+    times, served = {}, {}
     for line in done.stdout.splitlines():
         fields = line.split()
-        if len(fields) == 3 and fields[0] == "probe":
+        if len(fields) in (3, 4) and fields[0] == "probe":
             times[int(fields[1])] = float(fields[2])
+            served[int(fields[1])] = float(fields[3]) if len(fields) == 4 else -1.0
     if done.returncode != 0 or len(times) != len(sizes):
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise SimulateError(f"{config}: smpirun exited with status {done.returncode} after {len(times)} of "
+        raise SimulateError(f"{what}: smpirun exited with status {done.returncode} after {len(times)} of "
                             f"{len(sizes)} sizes ({last[:200]})")
-    return times
+    return times, served
 
 
 def model_rows(args, sizes, configs, platform):
@@ -381,7 +430,7 @@ def model_rows(args, sizes, configs, platform):
         raise SimulateError(f"no arshim-policy program for the model_us column ({program or 'not found'}): build "
                             "ARShim (meson compile -C build) and run `arshim simulate` from the build or installation")
 
-    def predict(with_platform):
+    def predict(with_platform, settings=None):
         shapes = [{"nodes": args.nodes, "ppn": args.ppn, "bytes": s} for s in sizes]
         if with_platform:
             for shape in shapes:
@@ -389,6 +438,7 @@ def model_rows(args, sizes, configs, platform):
         # Each selector's library decides with its own rules, as the SMPI build does (shim/core/flavor_smpi.cpp).
         command = [program, "predict", "--shapes", "-"]
         env = {k: v for k, v in os.environ.items() if not k.startswith("ARSHIM_")}
+        env.update(settings or {})  # a candidate's parameters (its forced path's prediction reads them)
         if args.policy:
             command += ["--policy", os.path.abspath(args.policy)]
             env["ARSHIM_POLICY_MODE"] = "prepend"  # as run_config runs the tuned table
@@ -423,29 +473,37 @@ def model_rows(args, sizes, configs, platform):
     where = ("the platform (docs/scale.md \"model_us\")" if with_platform
              else f"{files.escape(args.policy)} [model]")
     rows = {}
-    predictions = answer.get("predictions")
-    if not isinstance(predictions, list) or len(predictions) != len(sizes):
-        raise SimulateError(f"{program} predict: not the answer asked for")
 
     def number(entry):
         value = entry.get("us") if isinstance(entry, dict) else entry
         return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
 
-    for size, prediction in zip(sizes, predictions):
-        flavors = prediction.get("flavors", {}) if isinstance(prediction, dict) else {}
-        for config in configs:
-            parts = config.split("-")
-            entry = flavors.get(MODEL_FLAVOR[parts[-1]], {})
-            if not isinstance(entry, dict):
-                entry = {}
-            if parts[0] == "native":
-                rows[(size, config)] = number(entry.get("native_us"))
-            elif parts[1] == "default":
-                rows[(size, config)] = number(entry.get("builtin"))
-            elif parts[1] == "tuned":
-                rows[(size, config)] = number(entry.get("policy"))
-            else:
-                rows[(size, config)] = number(entry.get("paths", {}).get(parts[1]))
+    def fill(answer, configs):
+        predictions = answer.get("predictions")
+        if not isinstance(predictions, list) or len(predictions) != len(sizes):
+            raise SimulateError(f"{program} predict: not the answer asked for")
+        for size, prediction in zip(sizes, predictions):
+            flavors = prediction.get("flavors", {}) if isinstance(prediction, dict) else {}
+            for config in configs:
+                kind, name, selector = config_parts(config)
+                entry = flavors.get(MODEL_FLAVOR[selector], {})
+                if not isinstance(entry, dict):
+                    entry = {}
+                if kind == "native":
+                    rows[(size, config)] = number(entry.get("native_us"))
+                elif kind == "default":
+                    rows[(size, config)] = number(entry.get("builtin"))
+                elif kind == "tuned":
+                    rows[(size, config)] = number(entry.get("policy"))
+                else:
+                    path = config_settings(config, args)["ARSHIM_PATH"]
+                    paths = entry.get("paths", {})
+                    rows[(size, config)] = number(paths.get(path) if isinstance(paths, dict) else None)
+
+    fill(answer, [c for c in configs if config_parts(c)[0] != "candidate"])
+    for config in (c for c in configs if config_parts(c)[0] == "candidate"):
+        settings = {k: v for k, v in config_settings(config, args).items() if k != "ARSHIM_PATH"}
+        fill(predict(with_platform, settings), [config])
     return rows, where
 
 
@@ -507,24 +565,15 @@ def platform_options(args):
             "loopback_latency_us": positive_float("--loopback-latency-us", value["loopback_latency_us"])}
 
 
-def simulate(args):
+def check_cluster(args):
+    """Validates the cluster options of `args` (simulate's parser) in place: the layout, the platform's values, the
+    topology, smpirun and --platform. Returns the platform's values (platform_options)."""
     args.nodes = positive_int("--nodes", args.nodes, MAX_NODES)
     args.ppn = positive_int("--ppn", args.ppn, MAX_PPN)
     args.iterations = positive_int("--iterations", args.iterations, 1 << 20)
     platform_values = platform_options(args)
-    link_gbit = platform_values["link_gbit"]
     if args.topology not in TOPOLOGIES:
         raise SimulateError(f"--topology {args.topology!r}: unknown; allowed: {', '.join(TOPOLOGIES)}")
-    if args.model_from not in ("auto", "platform", "policy"):
-        raise SimulateError(f"--model-from {args.model_from!r}: unknown; allowed: auto, platform, policy")
-    if args.model_from == "policy" and not args.policy:
-        raise SimulateError("--model-from policy: needs --policy FILE")
-    sizes = parse_sizes(args.sizes)
-    configs = parse_configs(args.configs, args.policy)
-    if args.policy:
-        # The shim reads the table (world rank 0, bounded, hostile-file rules); here only: is something there.
-        if not os.path.isfile(args.policy):
-            raise SimulateError(f"--policy {files.escape(args.policy)}: not a regular file")
     smpirun = args.smpirun or shutil.which("smpirun")
     if not smpirun or not os.path.isfile(smpirun) or not os.access(smpirun, os.X_OK):
         raise SimulateError(f"smpirun {'(' + args.smpirun + ') ' if args.smpirun else ''}not found: install "
@@ -535,40 +584,126 @@ def simulate(args):
             files.read_text(args.platform, 16 << 20)
         except files.InputError as e:
             raise SimulateError(f"--platform {e}") from None
+    return platform_values
+
+
+def write_platform(args, platform_values, workdir):
+    """The platform file (--platform, or one generated in `workdir`) and a hostfile of --ppn ranks per host."""
+    platform = os.path.abspath(args.platform) if args.platform else os.path.join(workdir, "platform.xml")
+    if not args.platform:
+        files.write_file(platform, platform_xml(args.nodes, args.ppn, topology=args.topology, **platform_values))
+    hostfile = os.path.join(workdir, "hosts.txt")
+    files.write_file(hostfile, hostfile_text(args.nodes, args.ppn))
+    return platform, hostfile
+
+
+class SimulatedCluster:
+    """A simulated cluster that `arshim tune --simulate` measures on instead of launching a job: the platform of
+    simulate's options, generated once, and probe runs on it with any ARSHIM_* settings, on every rank or on one
+    rank per host (the tuner's shapes)."""
+
+    def __init__(self, option_text, probes, smpirun=None):
+        import shlex  # noqa: PLC0415 (only the tuner needs it)
+        try:
+            words = shlex.split(option_text)
+        except ValueError as e:
+            raise SimulateError(f"--simulate {option_text!r}: {e}") from None
+        allowed = {"--nodes", "--ppn", "--preset", "--link-gbit", "--latency-us", "--bandwidth-efficiency",
+                   "--loopback-gbytes", "--loopback-latency-us", "--topology", "--platform", "--iterations",
+                   "--timeout", "--smpirun"}
+        given = {w.split("=")[0] for w in words if w.startswith("-")}
+        if given - allowed:
+            raise SimulateError(f"--simulate: {', '.join(sorted(given - allowed))} is not a cluster option; allowed: "
+                                + ", ".join(sorted(allowed)))
+        if "--nodes" not in given:
+            raise SimulateError(f"--simulate {option_text!r}: give the cluster's --nodes (and --ppn), e.g. "
+                                "\"--nodes 2 --ppn 2 --preset rig\"")
+        parser = build_parser()
+        parser.exit_on_error = False
+        try:
+            self.args = parser.parse_args(words + [f"--probe-{k}={v}" for k, v in probes.items() if v])
+        except argparse.ArgumentError as e:
+            raise SimulateError(f"--simulate {option_text!r}: {e}") from None
+        if smpirun and not self.args.smpirun:
+            self.args.smpirun = smpirun
+        self.values = check_cluster(self.args)
+        self.workdir = tempfile.mkdtemp(prefix="arshim-tune-simulate.")
+        self.platform, self.hostfile = write_platform(self.args, self.values, self.workdir)
+        self.one_per_host = os.path.join(self.workdir, "hosts-1.txt")
+        files.write_file(self.one_per_host, hostfile_text(self.args.nodes, 1))
+
+    def describe(self):
+        v = self.values
+        return (f"simulated {self.args.nodes} x {self.args.ppn} ({self.args.topology}, {v['link_gbit']:g} Gbit/s x "
+                f"{v['efficiency']:g}, {v['latency_us']:g} us; loopback {v['loopback_gbytes']:g} GB/s, "
+                f"{v['loopback_latency_us']:g} us)")
+
+    def run(self, selector, settings, sizes, one_per_host=False, with_arshim=True, what="probe"):
+        ranks = self.args.nodes * (1 if one_per_host else self.args.ppn)
+        return run_probe(self.args, selector, with_arshim, settings, sizes, ranks, self.platform,
+                         self.one_per_host if one_per_host else self.hostfile, self.workdir, what)
+
+    def machine_params(self):
+        """The machine as the tuner measures it (its probe's --params): latencies of the smallest messages,
+        bandwidths of 1 MiB calls, as SMPI charges them on this platform (model_params)."""
+        small = model_params(8, self.args.nodes, self.args.ppn, topology=self.args.topology, **self.values)
+        large = model_params(1 << 20, self.args.nodes, self.args.ppn, topology=self.args.topology, **self.values)
+        return {"alpha": small["alpha"], "intra_latency": small["intra_latency"], "net_bw": large["net_bw"],
+                "copy_bw": large["copy_bw"], "gamma": large["gamma"]}
+
+    def close(self):
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def simulate(args):
+    platform_values = check_cluster(args)
+    link_gbit = platform_values["link_gbit"]
+    if args.model_from not in ("auto", "platform", "policy"):
+        raise SimulateError(f"--model-from {args.model_from!r}: unknown; allowed: auto, platform, policy")
+    if args.model_from == "policy" and not args.policy:
+        raise SimulateError("--model-from policy: needs --policy FILE")
+    sizes = parse_sizes(args.sizes)
+    configs = parse_configs(args.configs, args.policy, args.ppn, args.nodes)
+    if args.policy:
+        # The shim reads the table (world rank 0, bounded, hostile-file rules); here only: is something there.
+        if not os.path.isfile(args.policy):
+            raise SimulateError(f"--policy {files.escape(args.policy)}: not a regular file")
     done = read_done(args.out) if args.resume else set()
     if not args.resume and os.path.exists(args.out):
         raise SimulateError(f"{args.out} exists: pass --resume to add to it, or another --out")
-    todo = [(c, [s for s in sizes if (str(args.nodes), str(args.ppn), str(s), c) not in done]) for c in configs]
+    todo = [(c, [s for s in config_sizes(c, sizes, args) if (str(args.nodes), str(args.ppn), str(s), c) not in done])
+            for c in configs]
     todo = [(c, s) for c, s in todo if s]
     model_platform = dict(platform_values, topology=args.topology)
     model, model_where = model_rows(args, sizes, configs, model_platform) if todo else ({}, "")
     workdir = tempfile.mkdtemp(prefix="arshim-simulate.")
     try:
-        platform = os.path.abspath(args.platform) if args.platform else os.path.join(workdir, "platform.xml")
-        if not args.platform:
-            files.write_file(platform, platform_xml(args.nodes, args.ppn, topology=args.topology, **platform_values))
-        hostfile = os.path.join(workdir, "hosts.txt")
-        files.write_file(hostfile, hostfile_text(args.nodes, args.ppn))
+        platform, hostfile = write_platform(args, platform_values, workdir)
         if not os.path.exists(args.out):
             files.write_file(args.out, ",".join(COLUMNS) + "\n")
-        skipped = len(configs) * len(sizes) - sum(len(s) for _, s in todo)
+        skipped = sum(len(config_sizes(c, sizes, args)) for c in configs) - sum(len(s) for _, s in todo)
         print(f"arshim simulate: {args.nodes} nodes x {args.ppn} ppn, {len(todo)} simulations to run"
               + (f", {skipped} rows already in {args.out}" if skipped else "")
               + (f"; model_us from {model_where}" if todo else ""), file=sys.stderr)
-        for index, (config, config_sizes) in enumerate(todo, 1):
+        for index, (config, these_sizes) in enumerate(todo, 1):
             started = time.monotonic()
-            times = run_config(args, config, config_sizes, platform, hostfile, workdir)
+            times, served = run_config(args, config, these_sizes, platform, hostfile, workdir)
             with append_rows(args.out) as f:
                 writer = csv.writer(f)
-                for s in config_sizes:
+                for s in these_sizes:
                     bound = bound_us(args.nodes, s, link_gbit)
                     predicted = model.get((s, config))
                     writer.writerow([args.nodes, args.ppn, s, config, f"{times[s]:.3f}",
                                      "" if predicted is None else f"{predicted:.3f}",
                                      "" if bound is None else f"{bound:.3f}"])
             print(f"arshim simulate: [{index}/{len(todo)}] {config}: "
-                  + ", ".join(f"{size_text(s)} {times[s]:.1f} us" for s in config_sizes)
+                  + ", ".join(f"{size_text(s)} {times[s]:.1f} us" for s in these_sizes)
                   + f" ({time.monotonic() - started:.1f} s)", file=sys.stderr)
+            declined = [s for s in these_sizes if 0 <= served[s] < 0.9]
+            if declined:
+                print(f"arshim simulate: {config}: the forced path declined calls at "
+                      f"{', '.join(size_text(s) for s in declined)} (served {min(served[s] for s in declined):.0%}); "
+                      "those rows time what served them instead", file=sys.stderr)
         if args.keep:
             print(f"arshim simulate: platform and hostfile kept in {workdir}", file=sys.stderr)
     finally:

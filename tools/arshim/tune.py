@@ -26,7 +26,8 @@ import subprocess
 import sys
 import time
 
-from . import ToolError, files, launchers, statslog
+from . import ToolError, files, launchers, simulate, statslog
+from .candidates import candidates
 from .flavors import launcher_flavor
 from .sizes import parse_size, size_text
 
@@ -61,32 +62,6 @@ def parse_duration(text):
     raise TuneError(f"--budget {text}: write seconds or minutes, e.g. 300, 90s, 5m")
 
 
-def candidates(ppn, nodes):
-    """The paths and parameters the tuner measures: multi-leader with 1, 2, 4.. leaders (several ranks per node), or
-    at one rank per node on 3, 5, 6 or 7 nodes from 64 KiB with one leader, which is ARShim's ring over the ranks
-    there (shim/paths/multileader.cpp); pipelined with 64 KiB to 1 MiB segments (64 KiB and more), and below 64 KiB
-    the whole message as one non-blocking allreduce (MPICH 4.0.2's is up to 1.8x faster than its blocking one there
-    at one rank per node: docs/tuning.md). Each: (name, ARSHIM_* settings, decision, min bytes, max bytes or None)."""
-    out = []
-    if ppn == 1 and nodes > 2 and nodes & (nodes - 1) and nodes <= 7:  # policy/cost_model.h internode_ring_auto
-        out.append(("multileader-ring", {"ARSHIM_PATH": "multileader", "ARSHIM_LEADERS": "1", "ARSHIM_PIPELINE_K": "1"},
-                    {"path": "multileader", "leaders": 1, "pipeline_k": 1}, 64 << 10, None))
-    if ppn > 1:
-        leaders = 1
-        while leaders <= min(ppn, 8):
-            out.append((f"multileader-l{leaders}",
-                        {"ARSHIM_PATH": "multileader", "ARSHIM_LEADERS": str(leaders), "ARSHIM_PIPELINE_K": "1"},
-                        {"path": "multileader", "leaders": leaders, "pipeline_k": 1}, 0, None))
-            leaders *= 2
-    out.append(("pipelined-one", {"ARSHIM_PATH": "pipelined", "ARSHIM_SEGMENTS": "1", "ARSHIM_WINDOW": "1"},
-                {"path": "pipelined", "segments": 1, "window": 1}, 0, (64 << 10) - 1))
-    for seg in (64 << 10, 256 << 10, 1 << 20):
-        out.append((f"pipelined-{size_text(seg)}",
-                    {"ARSHIM_PATH": "pipelined", "ARSHIM_SEGMENT_BYTES": str(seg), "ARSHIM_WINDOW": "8"},
-                    {"path": "pipelined", "segment_bytes": seg, "window": 8}, seg, None))
-    return out
-
-
 class Tuner:
     def __init__(self, args):
         self.args = args
@@ -102,6 +77,8 @@ class Tuner:
         self.started = time.monotonic()
         self.run_seconds = []
         self.library = None
+        self.cluster = args.cluster  # a simulate.SimulatedCluster with --simulate, else None
+        self.native_sim = {}  # (shape, bytes) -> simulated native us: the simulation is deterministic
 
     def preload_library(self, flavor):
         """The library `arshim run` would preload (`arshim lib`: this arshim's installation or build tree, or
@@ -123,6 +100,8 @@ class Tuner:
         """One launch: the probe at `sizes` with the candidate's settings, on every rank or (shape one-per-node) on
         one rank per node (or with `probe_args` instead). Returns the layout measured, the measurements and the
         machine parameters printed."""
+        if self.cluster is not None:
+            return self.simulated_probe(name, settings, sizes, shape, probe_args)
         flavor = self.state["flavor"]
         # This environment's ARSHIM_* settings are replaced by the candidate's (and no tuning, statistics or noise
         # of the shim's own); the launcher options come from `arshim run`'s own functions, so the ranks load the
@@ -161,6 +140,33 @@ class Tuner:
         if layout is None and probe_args is None:
             raise TuneError(f"{name}: the probe printed no layout: {shlex.join(cmd)}")
         return layout, rows, params
+
+    def simulated_probe(self, name, settings, sizes, shape, probe_args):
+        """run_probe on the simulated cluster (--simulate): the candidate and SMPI's own allreduce under the selector
+        of --mpi, each at `sizes`, in simulated time. A simulation repeats itself exactly, so each figure is its own
+        quartiles (every win is beyond the noise) and the library's time at a size is simulated once. The results'
+        correctness is not checked here (the probe's buffers are shared at 1 MiB and more): the SMPI build's tests
+        check every path's sums (test/smpi)."""
+        cluster = self.cluster
+        nodes, ppn = cluster.args.nodes, (1 if shape == "one-per-node" else cluster.args.ppn)
+        layout = {"nodes": nodes, "ppn": ppn, "ranks": nodes * ppn}
+        if probe_args == ["--params"]:
+            return layout, [], cluster.machine_params()
+        selector = {"mpich": "mpich", "openmpi": "ompi"}[self.state["flavor"]]
+        one_per_host = shape == "one-per-node"
+        missing = [s for s in sizes if (shape, s) not in self.native_sim]
+        if missing:
+            times, _ = cluster.run(selector, {}, missing, one_per_host, with_arshim=False, what=f"{name}: native")
+            self.native_sim.update({(shape, s): t for s, t in times.items()})
+        times, served = cluster.run(selector, settings, sizes, one_per_host, what=name)
+        rows = []
+        for s in sizes:
+            t, n = times[s], self.native_sim[(shape, s)]
+            rows.append({"bytes": s, "reps": cluster.args.iterations, "p25": t, "median": t, "p75": t,
+                         "native_p25": n, "native": n, "native_p75": n,
+                         "served": served[s] if settings.get("ARSHIM_PATH", "native") != "native" else -1.0,
+                         "right": 1})
+        return layout, rows, {}
 
     def measure(self, jobs, phase, launch_round=0):
         """Runs (name, settings, decision, sizes, shape) jobs in order while the budget lasts, with progress and
@@ -282,7 +288,7 @@ class Tuner:
         origin = {"made_by": "arshim tune", "flavor": self.state["flavor"],
                   "layout": f"{layout['nodes']} node(s) x {layout['ppn']}",
                   "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                  "command": "arshim tune -- " + shlex.join(self.args.command), "isa": cpu_isa(),
+                  "command": self.command_text(), "isa": cpu_isa(),
                   "probed": " ".join(f"{k}={v:.4g}" for k, v in sorted((self.state.get("params") or {}).items()))}
         p = self.policy_tool("--samples", self.request({"origin": origin}))
         for line in p.stderr.strip().splitlines():
@@ -292,6 +298,11 @@ class Tuner:
               "ARSHIM_POLICY_MODE=prepend (the built-in rules keep deciding the layouts it does not cover); "
               f"`arshim policy explain --policy {self.args.out} --bytes N --ppn P --nodes H` shows its predictions",
               file=sys.stderr)
+
+    def command_text(self):
+        if self.cluster is not None:
+            return f"arshim tune --simulate {shlex.quote(self.args.simulate)} ({self.cluster.describe()})"
+        return "arshim tune -- " + shlex.join(self.args.command)
 
     def confirm(self, shapes):
         """Measures again, in a launch of its own per candidate, every win beyond the noise on a call shorter than
@@ -357,16 +368,24 @@ def main(argv=None):
     parser.add_argument("--mpi", choices=["mpich", "openmpi"], help="MPI flavor (default: from the launcher)")
     parser.add_argument("--wrap", help="a prefix for every launch, e.g. the emulated cluster's "
                         "'arshim cluster wrap --ppn 2 --' (docs/cluster.md)")
+    parser.add_argument("--simulate", metavar="CLUSTER", help="tune on a cluster simulated with SimGrid's SMPI instead "
+                        "of a launch: arshim simulate's cluster options, e.g. \"--nodes 2 --ppn 2 --preset rig\"; "
+                        "--mpi picks SMPI's selector (docs/scale.md)")
     parser.add_argument("--seconds-per-size", type=float, default=1.0, help=argparse.SUPPRESS)
     parser.add_argument("--run-timeout", type=float, default=600, help=argparse.SUPPRESS)
     parser.add_argument("--arshim", required=True, help=argparse.SUPPRESS)
     parser.add_argument("--probe-mpich", help=argparse.SUPPRESS)
     parser.add_argument("--probe-openmpi", help=argparse.SUPPRESS)
+    parser.add_argument("--simulate-probe-native", help=argparse.SUPPRESS)
+    parser.add_argument("--simulate-probe-arshim", help=argparse.SUPPRESS)
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- the launcher line without a program")
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    args.cluster = None
     try:
-        if not command:
+        if args.simulate is not None and command:
+            raise TuneError("--simulate measures a simulated cluster: give it no launcher line")
+        if args.simulate is None and not command:
             raise TuneError("no launcher line: arshim tune [options] -- mpirun -n 4 (the tuner adds the program)")
         args.command = command
         args.budget = parse_duration(args.budget)
@@ -374,6 +393,8 @@ def main(argv=None):
             args.max = parse_size(args.max)
         except ValueError as e:
             raise TuneError(str(e)) from None
+        if args.simulate is not None and args.mpi is None:
+            raise TuneError("--simulate: pass --mpi mpich|openmpi (the SMPI selector whose allreduce is the library's)")
         if args.mpi is None:
             args.mpi = launcher_flavor(command[0])
             if args.mpi is None:
@@ -384,7 +405,12 @@ def main(argv=None):
         except files.InputError as e:
             raise TuneError(f"--from-stats {e}") from None
         args.probe = {"mpich": args.probe_mpich, "openmpi": args.probe_openmpi}
-        if not args.probe[args.mpi]:
+        if args.simulate is not None:
+            args.cluster = simulate.SimulatedCluster(args.simulate, {"native": args.simulate_probe_native,
+                                                                    "arshim": args.simulate_probe_arshim})
+            print(f"arshim tune: measuring on a {args.cluster.describe()}, SMPI selector of {args.mpi}",
+                  file=sys.stderr)
+        elif not args.probe[args.mpi]:
             raise TuneError(f"no arshim-tune-probe-{args.mpi}: ARShim was built without {args.mpi}")
         Tuner(args).tune()
     except ToolError as e:
@@ -393,4 +419,7 @@ def main(argv=None):
     except KeyboardInterrupt:
         print("arshim tune: interrupted; what was measured is kept: --resume continues", file=sys.stderr)
         return 130
+    finally:
+        if args.cluster is not None:
+            args.cluster.close()
     return 0

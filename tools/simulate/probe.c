@@ -6,7 +6,9 @@
  *
  * Per size: two warm-up calls (a communicator's first SMP-aware collective costs O(p) in SMPI, and ARShim builds its
  * state on first calls), a barrier, then N calls between two MPI_Wtime; the time per call is the maximum over ranks.
- * Rank 0 prints one line per size: "probe BYTES SIM_US". Buffers of 1 MiB and more are SMPI_SHARED_MALLOC: every
+ * Rank 0 prints one line per size: "probe BYTES SIM_US SERVED", SERVED the share of the timed calls that the path
+ * ARSHIM_PATH forces served on every rank (the smallest share over ranks; -1 when no path is forced or without
+ * ARShim): a forced path that declines a call (arshim_path_calls) is not measured as that path. Buffers of 1 MiB and more are SMPI_SHARED_MALLOC: every
  * rank's buffer is the same memory, so 1 024 ranks fit, and the results are garbage (not checked; test/smpi checks
  * results).
  *
@@ -39,6 +41,21 @@ static void release(void* p, int shared) {
 
 /* ARShim's query API when the probe is linked with it (weak: null in the native probe). */
 extern double arshim_startup_seconds(const char* stage) __attribute__((weak));
+extern long long arshim_path_calls(const char* path) __attribute__((weak));
+
+/* Calls this rank's ARShim sent to the forced path (ARSHIM_PATH), or -1 when none is forced or ARShim is absent. */
+static long long forced_path_calls(void) {
+  const char* path = getenv("ARSHIM_PATH");
+  if (arshim_path_calls == NULL || path == NULL || path[0] == '\0') return -1;
+  return arshim_path_calls(path);
+}
+
+/* The smallest of every rank's `share` (at rank 0). */
+static double smallest(double share) {
+  double least = 0;
+  MPI_Reduce(&share, &least, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
+  return least;
+}
 
 /* The largest of every rank's `seconds`, in microseconds (at rank 0). */
 static double slowest_us(double seconds) {
@@ -122,11 +139,15 @@ int main(int argc, char** argv) {
     }
     for (int w = 0; w < 2; ++w) MPI_Allreduce(in, out, (int)count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     MPI_Barrier(MPI_COMM_WORLD);
+    const long long calls_before = forced_path_calls();
     const double t0 = MPI_Wtime();
     for (int i = 0; i < iterations; ++i) MPI_Allreduce(in, out, (int)count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    const double per_call_us = slowest_us((MPI_Wtime() - t0) / iterations);
+    const double elapsed = MPI_Wtime() - t0;
+    const long long calls_after = forced_path_calls();
+    const double per_call_us = slowest_us(elapsed / iterations);
+    const double served = smallest(calls_before < 0 ? -1.0 : (double)(calls_after - calls_before) / iterations);
     if (rank == 0) {
-      printf("probe %lld %.3f\n", bytes, per_call_us);
+      printf("probe %lld %.3f %.3f\n", bytes, per_call_us, served);
       fflush(stdout);
     }
     release(in, shared);
