@@ -35,6 +35,8 @@ bool serves(const Decision& d, uint32_t ppn) {
     // (docs/tuning.md "One rank per node, small sizes").
     if (d.path() == Path::pipelined && d.get<PipelinedParams>().segment_bytes == 0 && d.get<PipelinedParams>().segments > 0)
         return ppn == 1;
+    // The latency path's node slots: at one rank per node it is the library's allreduce among the nodes behind a copy.
+    if (d.path() == Path::latency) return ppn > 1;
     return true;
 }
 
@@ -42,6 +44,7 @@ bool serves(const Decision& d, uint32_t ppn) {
 // segment is the library's allreduce with extra steps, which the model does not know. A fixed count of segments
 // (the tuner's "pipelined-one": the whole message as one MPI_Iallreduce) applies at every size.
 bool sensible_at(const Decision& d, uint64_t bytes) {
+    if (d.path() == Path::latency) return bytes <= kLatencyMaxBytes;  // larger calls decline to the library's own
     return d.path() != Path::pipelined || d.get<PipelinedParams>().segment_bytes == 0 ||
            bytes >= d.get<PipelinedParams>().segment_bytes;
 }

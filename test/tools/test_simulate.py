@@ -361,7 +361,9 @@ def test_model_column_for_a_known_shape(fake_sim, tmp_path, capsys):
 @needs_policy_program
 def test_model_column_every_row_filled(fake_sim, tmp_path, capsys):
     rows = simulate_rows(fake_sim, tmp_path, "--nodes", "4", "--ppn", "4", "--sizes", "8,64K,4M", capsys=capsys)
-    assert len(rows) == 3 * len(simulate.CONFIGS)
+    # Every configuration at every size, but the latency path only up to its 4 KiB (2 selectors x 2 sizes fewer).
+    assert len(rows) == 3 * len(simulate.CONFIGS) - 4
+    assert ("65536", "arshim-latency-ompi") not in rows and ("8", "arshim-latency-mpich") in rows
     for (size, config), row in rows.items():
         if "reproducible" in config:
             assert row["model_us"] == ""
@@ -429,13 +431,13 @@ def test_tuned_table_the_shim_would_reject(fake_sim, tmp_path, capsys):
 def test_candidates_keyword_follows_the_layout():
     four = simulate.parse_configs("candidates-ompi", ppn=4, nodes=16)
     assert four == ["arshim-multileader-l1-ompi", "arshim-multileader-l2-ompi", "arshim-multileader-l4-ompi",
-                    "arshim-pipelined-one-ompi", "arshim-pipelined-64K-ompi", "arshim-pipelined-256K-ompi",
+                    "arshim-latency-ompi", "arshim-pipelined-one-ompi", "arshim-pipelined-64K-ompi", "arshim-pipelined-256K-ompi",
                     "arshim-pipelined-1M-ompi"]
     both = simulate.parse_configs("candidates", ppn=4, nodes=16)
-    assert len(both) == 14 and {c.rsplit("-", 1)[1] for c in both} == {"mpich", "ompi"}
+    assert len(both) == 16 and {c.rsplit("-", 1)[1] for c in both} == {"mpich", "ompi"}
     # One rank per node on 3 nodes: ARShim's ring is a candidate; no multi-leader with several leaders.
     three = simulate.parse_configs("candidates-mpich", ppn=1, nodes=3)
-    assert three[0] == "arshim-multileader-ring-mpich" and not any("-l2-" in c for c in three)
+    assert three[0] == "arshim-multileader-ring-mpich" and not any("-l2-" in c or "latency" in c for c in three)
     # A candidate of another layout is refused, naming this layout's.
     with pytest.raises(simulate.SimulateError, match=r"unknown arshim-multileader-l8-ompi on 16 x 4.*multileader-l4"):
         simulate.parse_configs("arshim-multileader-l8-ompi", ppn=4, nodes=16)
@@ -461,6 +463,7 @@ def test_config_parts_settings_and_sizes():
     assert simulate.config_sizes("arshim-pipelined-one-ompi", sizes, Args) == [8, 4096]
     assert simulate.config_sizes("arshim-multileader-l4-ompi", sizes, Args) == sizes
     assert simulate.config_sizes("arshim-default-ompi", sizes, Args) == sizes
+    assert simulate.config_sizes("arshim-latency-ompi", sizes, Args) == [8, 4096]
 
 
 @pytest.fixture

@@ -46,7 +46,7 @@ import tempfile
 import time
 
 from . import ToolError, files
-from .candidates import candidate, candidate_names
+from .candidates import LATENCY_MAX_BYTES, candidate, candidate_names
 from .sizes import parse_size, size_text
 
 TOPOLOGIES = ("flat", "fat-tree", "torus")
@@ -354,8 +354,11 @@ def config_settings(config, args):
 
 def config_sizes(config, sizes, args):
     """The sizes a configuration is simulated at: a candidate only within the sizes arshim tune measures it at (a
-    segmented pipeline below one segment is the whole message as one non-blocking allreduce: pipelined-one)."""
+    segmented pipeline below one segment is the whole message as one non-blocking allreduce: pipelined-one), the
+    latency path only up to its 4 KiB."""
     kind, name, _ = config_parts(config)
+    if kind == "path" and name == "latency":  # (also the tuner's candidate of that name, whose settings it has)
+        return [s for s in sizes if s <= LATENCY_MAX_BYTES]  # larger calls decline to the library's allreduce
     if kind != "candidate":
         return sizes
     _, _, _, lo, hi = candidate(name, args.ppn, args.nodes)
