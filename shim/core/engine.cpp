@@ -4,7 +4,6 @@
 // rows), runs the modes the route names around it (tuning's report, verify's check), and records the statistics.
 #include "shim/core/engine.h"
 
-#include <chrono>
 #include <optional>
 
 #include "shim/base/device.h"
@@ -268,11 +267,11 @@ Routed route_call(const CallArgs& args, const Key& key, CachedRoute& cached, Res
     const route::Route route = route::choose(traits, settings, warm, policy_decision, book, facts);
     r.replayable = route.replayable;
 
-    const auto started = route.candidate >= 0 ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    const double started = route.candidate >= 0 ? tune::candidate_clock() : 0.0;
     auto report_candidate = [&](bool declined) {
         if (route.candidate < 0) return;
-        const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
-        tune::report(*ctx, *book, route.candidate, took.count(), declined, r.bucket, cls.type.dclass, cls.kop,
+        const double took = tune::candidate_clock() - started;
+        tune::report(*ctx, *book, route.candidate, took, declined, r.bucket, cls.type.dclass, cls.kop,
                      args.datatype, args.op, r.bytes);
     };
     if (route.library) {

@@ -1,6 +1,7 @@
 #include "shim/modes/online.h"
 
 #include <algorithm>
+#include <chrono>
 #include <ctime>
 #include <atomic>
 #include <vector>
@@ -96,6 +97,14 @@ policy::tune::KeyFacts key_facts(const PathContext& ctx, uint64_t bytes) {
     f.flavor = policy::Flavor::mpich;
 #endif
     return f;
+}
+
+double candidate_clock() {
+#if defined(ARSHIM_FLAVOR_SMPI)
+    return PMPI_Wtime();
+#else
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+#endif
 }
 
 void report(PathContext& ctx, KeyBook& book, int c, double seconds, bool declined, uint32_t bucket,

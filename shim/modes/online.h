@@ -34,6 +34,10 @@ policy::tune::KeyFacts key_facts(const PathContext& ctx, uint64_t bytes);
 
 // After an exploration call. At a decision point this makes the one agreement (collective over ctx.comm: every rank
 // reaches it on the same call). datatype, mpi_op and bytes name the key in the log, once per decision.
+// The clock a candidate call is timed with, in seconds: the host's steady clock, or in the SMPI build simulated time
+// (PMPI_Wtime): there the host's clocks see how long the simulator took to run every rank, not the call.
+double candidate_clock();
+
 void report(PathContext& ctx, KeyBook& book, int candidate, double seconds, bool declined,
             uint32_t bucket, vocab::DtypeClass dclass, kernels::Op op, MPI_Datatype datatype, MPI_Op mpi_op,
             uint64_t bytes);
