@@ -507,6 +507,7 @@ def run_tune(*args):
 
 @pytest.mark.parametrize("options,words", [
     (["--simulate", "--nodes 2 --ppn 2", "--", "mpirun", "-n", "4"], "give it no launcher line"),
+    (["--simulate", "--nodes 2 --ppn 2", "--wrap", "env", "--mpi", "mpich"], "no --wrap"),
     (["--simulate", "--nodes 2 --ppn 2"], "pass --mpi mpich|openmpi"),
     (["--simulate", "--ppn 2", "--mpi", "mpich"], "give the cluster's --nodes"),
     (["--simulate", "--nodes 2 --out x.csv", "--mpi", "mpich"], "--out is not a cluster option"),

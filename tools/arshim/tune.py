@@ -15,6 +15,12 @@ interleaved call by call, at every size of the run, until the medians are stable
      beyond the noise measured with it), other buckets and layouts (up to --predict-nodes) by the model, merged into
      as few rules as decide the same, with the machine parameters, MPI, host count, date and command in its header.
 Everything measured is kept in OUT.state.json after every run; --resume continues from it.
+
+  arshim tune --simulate "--nodes 2 --ppn 2 --link-gbit 100" --mpi openmpi [--out sim.toml] ...
+
+measures a cluster simulated with SimGrid's SMPI instead of a launch (arshim simulate's cluster options; --mpi names
+the SMPI selector whose allreduce is the library's): the same steps, each candidate one simulation
+(Tuner.simulated_probe; docs/scale.md "The tuner's goal in simulation").
 """
 import argparse
 import datetime
@@ -383,8 +389,8 @@ def main(argv=None):
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     args.cluster = None
     try:
-        if args.simulate is not None and command:
-            raise TuneError("--simulate measures a simulated cluster: give it no launcher line")
+        if args.simulate is not None and (command or args.wrap):
+            raise TuneError("--simulate measures a simulated cluster: give it no launcher line and no --wrap")
         if args.simulate is None and not command:
             raise TuneError("no launcher line: arshim tune [options] -- mpirun -n 4 (the tuner adds the program)")
         args.command = command
