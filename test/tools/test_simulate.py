@@ -508,6 +508,8 @@ def run_tune(*args):
 @pytest.mark.parametrize("options,words", [
     (["--simulate", "--nodes 2 --ppn 2", "--", "mpirun", "-n", "4"], "give it no launcher line"),
     (["--simulate", "--nodes 2 --ppn 2", "--wrap", "env", "--mpi", "mpich"], "no --wrap"),
+    (["--simulate", "--nodes 2 stray", "--mpi", "mpich"], "'stray' is not a cluster option"),
+    (["--simulate", "--nodes 2 --ppn", "--mpi", "mpich"], "--ppn: expected one argument"),
     (["--simulate", "--nodes 2 --ppn 2"], "pass --mpi mpich|openmpi"),
     (["--simulate", "--ppn 2", "--mpi", "mpich"], "give the cluster's --nodes"),
     (["--simulate", "--nodes 2 --out x.csv", "--mpi", "mpich"], "--out is not a cluster option"),

@@ -624,9 +624,11 @@ class SimulatedCluster:
         parser = build_parser()
         parser.exit_on_error = False
         try:
-            self.args = parser.parse_args(words + [f"--probe-{k}={v}" for k, v in probes.items() if v])
+            self.args, extra = parser.parse_known_args(words + [f"--probe-{k}={v}" for k, v in probes.items() if v])
         except argparse.ArgumentError as e:
             raise SimulateError(f"--simulate {option_text!r}: {e}") from None
+        if extra:
+            raise SimulateError(f"--simulate {option_text!r}: {' '.join(extra)!r} is not a cluster option")
         if smpirun and not self.args.smpirun:
             self.args.smpirun = smpirun
         self.values = check_cluster(self.args)
