@@ -22,6 +22,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # tools/: the arshim package
 from arshim import files  # noqa: E402
 from arshim.sizes import size_text  # noqa: E402
+from arshim.text import escape  # noqa: E402
 
 TABLES = ("tuned", "default")
 WITHIN = 1.10   # the goal: within 10% of the best forced option
@@ -123,7 +124,7 @@ def main(argv=None):
         print("\n| layout | selector | bytes | table | its time | best option | best time | behind |")
         print("|---|---|---|---|---|---|---|---|")
         for (nodes, ppn, selector), nbytes, table, t, best, best_t in misses:
-            print(f"| {nodes} x {ppn} | {selector} | {size_text(nbytes)} | {table} | {t:.1f} us | {best} | "
+            print(f"| {nodes} x {ppn} | {selector} | {size_text(nbytes)} | {table} | {t:.1f} us | {escape(best, 60)} | "
                   f"{best_t:.1f} us | {t / best_t:.2f}x |")
     return 0
 
