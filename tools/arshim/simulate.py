@@ -37,6 +37,7 @@ import io
 import json
 import math
 import os
+import shlex
 import shutil
 import signal
 import stat
@@ -606,7 +607,6 @@ class SimulatedCluster:
     rank per host (the tuner's shapes)."""
 
     def __init__(self, option_text, probes, smpirun=None):
-        import shlex  # noqa: PLC0415 (only the tuner needs it)
         try:
             words = shlex.split(option_text)
         except ValueError as e:
