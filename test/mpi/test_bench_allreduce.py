@@ -1,6 +1,6 @@
 """`arshim bench allreduce` runs and reports what it measured (tools/allreduce_bench/): every configuration and size
-has a row with a positive time in both timing modes (each call alone from a barrier, and loops of back-to-back calls
-with --batch), the speed-up column is native's time over the configuration's, a bad --batch is refused with exit
+has a row with a positive time in every timing mode (each call alone from a barrier, loops of back-to-back calls
+with --batch, and --paired, where every round also has its ratio to the library's own call in the same launch), the speed-up column is native's time over the configuration's, a bad --batch is refused with exit
 status 2 before anything runs, and a failing run makes the exit status nonzero (its figures are missing). The
 figure files are written whole and never through a symlink planted where they go; a --csv in a directory that does
 not exist is refused before anything runs. Timing
@@ -9,6 +9,7 @@ figures themselves are for benchmark runs, not tests.
   python3 -m pytest -p arshim_plugin test/mpi/test_bench_allreduce.py --build BUILD --flavor mpich|openmpi"""
 import csv
 import os
+import statistics
 import subprocess
 
 import pytest
@@ -25,7 +26,8 @@ def bench(harness, tmp_path, *extra, out=None):
     return done, rows
 
 
-@pytest.mark.parametrize("extra", [[], ["--batch", "20"]], ids=["each-call-from-a-barrier", "loops-of-20"])
+@pytest.mark.parametrize("extra", [[], ["--batch", "20"], ["--paired"]],
+                         ids=["each-call-from-a-barrier", "loops-of-20", "paired-with-the-library"])
 def test_every_configuration_and_size_has_a_figure(harness, tmp_path, extra):
     done, rows = bench(harness, tmp_path, *extra)
     assert done.returncode == 0, done.stderr
@@ -35,8 +37,15 @@ def test_every_configuration_and_size_has_a_figure(harness, tmp_path, extra):
         assert float(row["median_us"]) > 0 and row["rounds"] == "2", row
         native = float(got[("native", size)]["median_us"])
         assert float(row["speedup_vs_native"]) == pytest.approx(native / float(row["median_us"]), rel=0.01), row
-    if extra:
+    if extra == ["--batch", "20"]:
         assert "time per call in loops of 20 calls" in done.stdout, done.stdout
+    for row in rows:  # --paired: each round's ratio to the library's own call in the same launch, else none
+        rounds = row["paired_round"].split(";") if row["paired_round"] else []
+        assert len(rounds) == (2 if extra == ["--paired"] else 0), row
+        assert all(float(r) > 0 for r in rounds), row
+        if rounds:
+            assert float(row["paired_speedup"]) == pytest.approx(statistics.median(map(float, rounds)), abs=2e-4), row
+    assert ("paired speed-up over the library's own call" in done.stdout) == (extra == ["--paired"]), done.stdout
 
 
 def test_a_bad_batch_is_refused(harness, tmp_path):

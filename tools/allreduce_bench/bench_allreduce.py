@@ -5,6 +5,11 @@ Every configuration runs the same ordinary MPI program (bench_allreduce-<flavor>
 interleaved round by round so that machine noise hits them alike, and each figure is the median over rounds of the
 per-run median. Ratios are speed-ups over native (> 1 means faster than native).
 
+With --paired every run also times the library's own allreduce (PMPI_Allreduce) beside MPI_Allreduce, repetition
+by repetition in alternating order, and reports the median of their ratios: a speed-up measured within one launch,
+which this machine's drift over seconds (2-3x, measured within one launch) does not reach. The native
+configuration's paired figure is then the pairing's own control (both calls are the library's).
+
   arshim bench allreduce [--mpi mpich,openmpi] [--np 2] [--min 8] [--max 256M] [--rounds 3] [--configs ...]
 """
 import argparse
@@ -170,7 +175,7 @@ def command(flavor, np_, build, preload, env, extra, args):
     program = os.path.join(build, "tools", "allreduce_bench", f"bench_allreduce-{flavor}")
     prog_args = ["--min", args.min, "--max", args.max, "--factor", str(args.factor), "--reps", str(args.reps),
                  "--batch", str(args.batch), "--budget", args.budget, "--type", args.type, "--op", args.op] + \
-                (["--in-place"] if args.in_place else [])
+                (["--in-place"] if args.in_place else []) + (["--paired"] if args.paired else [])
     libs = []
     if isinstance(preload, str):
         libs.append(preload)
@@ -206,11 +211,34 @@ def run_once(cmd, timeout):
                           env=launchers.benchmark_environment())
     if proc.returncode != 0:
         raise RuntimeError(f"exit {proc.returncode}: {' '.join(cmd)}\n{proc.stderr[-2000:]}")
-    rows = {}
+    rows = {}  # bytes -> (median_us, paired speed-up or None, the library's median_us in the pairs or None)
     body = proc.stdout[proc.stdout.index("bytes,"):]
     for row in csv.DictReader(io.StringIO(body)):
-        rows[int(row["bytes"])] = float(row["median_us"])
+        paired = row.get("paired_speedup")
+        rows[int(row["bytes"])] = (float(row["median_us"]), float(paired) if paired else None,
+                                   float(row["library_median_us"]) if paired else None)
     return rows
+
+
+def print_paired_table(flavor, args, configs, sizes, paired):
+    """--paired: each configuration's speed-up over the library's call in the same launch."""
+    print(f"\n{flavor}, {args.np} ranks: paired speed-up over the library's own call in the same launch (median of "
+          f"the per-repetition ratios; median of {args.rounds} rounds [lowest-highest round]; native: the pairing's "
+          f"control)")
+    print(f"{'bytes':>8}" + "".join(f" {n:>24}" for n in configs))
+    for size in sizes:
+        line = f"{human(size):>8}"
+        for n in configs:
+            vals = paired.get((flavor, n), {}).get(size)
+            cell = f"{statistics.median(vals):.2f}x [{min(vals):.2f}-{max(vals):.2f}]" if vals else "-"
+            line += f" {cell:>24}"
+        print(line)
+
+
+def paired_fields(vals):
+    """A figure record's paired columns (empty when the run was not --paired)."""
+    return {"paired_speedup": round(statistics.median(vals), 4) if vals else None,
+            "paired_round": ";".join(f"{v:.4f}" for v in vals) if vals else None}
 
 
 def main():
@@ -225,6 +253,9 @@ def main():
     p.add_argument("--batch", type=int, default=1,
                    help="calls per timed repetition (default 1: each call timed alone from a barrier; B > 1: B "
                         "back-to-back calls after the barrier, time per call, as the OSU micro-benchmarks time a loop)")
+    p.add_argument("--paired", action="store_true",
+                   help="also time the library's own call (PMPI_Allreduce) in every run, repetition by repetition, "
+                        "and report the median ratio: a speed-up that drift between launches cannot reach")
     p.add_argument("--budget", default="1G", help="bytes reduced per size and run, bounds repetitions (default 1G)")
     p.add_argument("--rounds", type=int, default=3, help="interleaved rounds; figures are medians over them")
     p.add_argument("--configs", default="", help="comma-separated configuration names (default: all)")
@@ -270,6 +301,7 @@ def main():
     flavors = [f for f in args.mpi.split(",") if f]
     names = [n for n in args.configs.split(",") if n]
     results = {}  # (flavor, config) -> {bytes: [per-round medians]}
+    paired = {}  # (flavor, config) -> {bytes: [per-round paired speed-ups]} (--paired)
     plan = {f: configurations(f, args.np, names, args.compare_lib) for f in flavors}
     started = time.time()
     total_runs = args.rounds * sum(len(c) for c in plan.values())
@@ -288,8 +320,10 @@ def main():
                     print(f"bench_allreduce: {flavor} {name} failed: {error}", file=sys.stderr)
                     failed += 1
                     continue
-                for size, us in rows.items():
+                for size, (us, speedup, _library_us) in rows.items():
                     results.setdefault((flavor, name), {}).setdefault(size, []).append(us)
+                    if speedup is not None:
+                        paired.setdefault((flavor, name), {}).setdefault(size, []).append(speedup)
 
     records = []
     for flavor in flavors:
@@ -325,11 +359,14 @@ def main():
                 records.append({"flavor": flavor, "np": args.np, "nodes": args.nodes, "config": n, "bytes": size,
                                 "median_us": round(t, 3), "speedup_vs_native": round(ratio, 4) if ratio else None,
                                 "rounds": len(vals), "lower_bound_us": round(bound, 3) if bound is not None else None,
-                                "round_us": ";".join(f"{v:.3f}" for v in vals)})
+                                "round_us": ";".join(f"{v:.3f}" for v in vals),
+                                **paired_fields(paired.get((flavor, n), {}).get(size))})
             line += f" {(best[0] + f' {best[1]:.2f}x') if best else '-':>18}"
             print(line)
         if args.bound:
             print_bound_table(flavor, args, configs, sizes, results)
+        if args.paired:
+            print_paired_table(flavor, args, configs, sizes, paired)
     # Whole files or nothing, never through a symlink planted where they go (arshim/files.py write_file).
     try:
         if args.csv:
