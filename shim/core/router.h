@@ -31,6 +31,7 @@ struct Traits {
     kernels::Op op = kernels::Op::sum;                     // of a predefined op
     uint64_t bytes = 0;
     bool library_bug = false;      // the library computes this (datatype, op) wrong: its reductions use ARShim's op
+    bool complex_type = false;     // a predefined complex type (its PROD's formula differs between implementations)
 };
 
 // Why a call must go to the library whatever the policy says, in the order docs/architecture.md gives (communicator,
@@ -62,9 +63,14 @@ constexpr bool in_rank_order(const Traits& t, const Settings& s) {
            (t.op == kernels::Op::sum || t.op == kernels::Op::prod);
 }
 
-// A floating-point SUM or PROD: its bits depend on the order of the reduction, which differs between paths.
+// A floating-point SUM or PROD: its bits depend on the order of the reduction, which differs between paths. Except on
+// a communicator of two ranks: a sum or product of two values has the same bits in either order (IEEE 754 addition and
+// multiplication are commutative), so every route, the library's included, gives the same bits there, apart from which
+// of two NaNs' payloads survives. Not a complex PROD: the library's op and ARShim's kernel may form a complex product
+// differently (with or without fused multiply-adds).
 constexpr bool order_sensitive(const Traits& t) {
-    return t.dclass == vocab::DtypeClass::floating && (t.op == kernels::Op::sum || t.op == kernels::Op::prod);
+    if (t.dclass != vocab::DtypeClass::floating || (t.op != kernels::Op::sum && t.op != kernels::Op::prod)) return false;
+    return t.comm_size != 2 || (t.complex_type && t.op == kernels::Op::prod);
 }
 
 // Where a servable call goes.

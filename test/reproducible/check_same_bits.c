@@ -27,6 +27,9 @@ static uint64_t fnv(uint64_t h, const void *data, size_t n) {
  * terms moves with the element, so that every order a library or path may use differs from another somewhere. */
 static double value(int r, int size, long i, int call, int is_float) {
     const double big = (is_float ? 1.0e8 : 1.0e16) * (1 + (i + call) % 3);
+    /* Two ranks: every order is the same (a + b == b + a), but the sum still rounds, so that a route computing anything
+     * but one rounded addition of the two values would show in the digest. */
+    if (size == 2) return r == (int)(i % 2) ? big + 1.0 + (double)((i + call) % 7) : -0.75 * big + 0.3 * (1 + i % 5);
     if (r == (int)(i % size)) return big;
     if (r == (int)((i + 1) % size)) return -big;
     return 1.0 + ((r * 7 + i * 13 + call) % 9) + 0.5 * (r % 2);

@@ -58,6 +58,23 @@ def test_reruns_give_the_same_bits_whatever_guard_would_choose(harness, layout):
         assert not [e for e in run.events("tuned") if e["datatype"] == "float" and e["op"] == "sum"], run.events("tuned")
 
 
+def test_on_two_ranks_guard_explores_float_sums_and_every_route_gives_the_librarys_bits(harness):
+    """Two values sum to the same bits in either order (shim/core/router.h order_sensitive): on a communicator of two
+    ranks guard times the library against ARShim's paths for float and double sums too, and keeps the faster. Whichever
+    route the timings pick, every key's bits are the library's."""
+    native = result(harness.run(2, harness.program(PROGRAM), shim=False))
+    chosen = set()
+    for hook in (HOOKS[0], HOOKS[3]):  # the library made to look slow, then ARShim's two-leader node path
+        run = harness.run(2, harness.program(PROGRAM), shim=harness.shim("faulty"),
+                          env={"ARSHIMTEST_KERNEL_FAULT": "none", "ARSHIM_TUNE_AFTER": "1", **hook}, timeout=180)
+        out = result(run)
+        assert out["keys"] == native["keys"], (hook, out["keys"], native["keys"])
+        tuned = [e for e in run.events("tuned", 0) if e["datatype"] == "float" and e["op"] == "sum"]
+        assert tuned, run.events("tuned", 0)  # guard did explore float sums on two ranks
+        chosen.add(tuple(sorted((e["bytes_min"], e["chosen"]) for e in tuned)))
+    assert len(chosen) == 2, chosen  # the hooks steered guard to different routes, with the same bits
+
+
 def test_the_digests_see_a_change_of_route(harness):
     """The test above can fail: the data rounds differently in the library's order and in ARShim's node order, so two
     runs that route differently give different digests (which is what guard's exploration of a float sum did before

@@ -166,6 +166,38 @@ TEST_CASE("Guard explores an integer sum, then keeps its decision; a float sum k
     CHECK(online.candidate >= 0);
 }
 
+TEST_CASE("On two ranks guard explores a float sum too: two values sum to the same bits in either order", "[router]") {
+    const Settings s = settings({{"ARSHIM_TUNE_AFTER", "1"}});
+    const Decision ml = multileader(2);
+    auto two_ranks = [](kernels::Op op, bool complex_type) {
+        route::Traits t = servable(vocab::DtypeClass::floating, op);
+        t.comm_size = 2;
+        t.complex_type = complex_type;
+        return t;
+    };
+    for (const kernels::Op op : {kernels::Op::sum, kernels::Op::prod}) {
+        KeyBook book;
+        const route::Route r = route::choose(two_ranks(op, false), s, true, &ml, &book, facts(1, 2));
+        CHECK(r.candidate >= 0);
+        CHECK(book.tuning.status == tune::KeyTuning::exploring);
+        CHECK(book.tuning.exploration.candidates == 2);  // the policy's choice and the library's
+    }
+    KeyBook complex_sum;
+    CHECK(route::choose(two_ranks(kernels::Op::sum, true), s, true, &ml, &complex_sum, facts(1, 2)).candidate >= 0);
+    // A complex product's formula may differ between the library's op and ARShim's kernel: the policy's order stays.
+    KeyBook complex_prod;
+    const route::Route prod = route::choose(two_ranks(kernels::Op::prod, true), s, true, &ml, &complex_prod, facts(1, 2));
+    CHECK(prod.candidate < 0);
+    CHECK(complex_prod.tuning.status == tune::KeyTuning::decided);
+    // Three ranks: the order matters again.
+    route::Traits three = two_ranks(kernels::Op::sum, false);
+    three.comm_size = 3;
+    KeyBook three_book;
+    CHECK(route::choose(three, s, true, &ml, &three_book, facts(1, 3)).candidate < 0);
+    CHECK(route::order_sensitive(three));
+    CHECK_FALSE(route::order_sensitive(two_ranks(kernels::Op::sum, false)));
+}
+
 TEST_CASE("A forced path is never tuned", "[router]") {
     const Settings s = settings({{"ARSHIM_PATH", "multileader"}});
     CHECK(s.tune == policy::tune::Mode::off);
