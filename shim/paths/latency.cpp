@@ -30,8 +30,9 @@
 #include "shim/paths/paths.h"
 #include "shim/stats/trace.h"
 
-// Tests only (test/verify/kernel_fault.cpp, never installed): nonzero = no wait for the other ranks' slots, which
-// must make test/mpi/check_sequence fail.
+// Tests only (test/verify/kernel_fault.cpp, never installed): 1 = no wait for the other ranks' slots, 2 = one buffer
+// instead of two (a slot reused by the next call while a slower rank may still read it); either must make
+// test/mpi/check_sequence fail.
 extern "C" int arshim_test_latency_fault() __attribute__((weak, visibility("hidden")));
 
 namespace arshim {
@@ -41,6 +42,7 @@ namespace {
 constexpr std::size_t kInlineBytes = kCacheLine - sizeof(uint64_t);
 constexpr std::size_t kPayloadBytes = policy::kLatencyMaxBytes;
 constexpr int kBuffers = 2;
+static_assert((kBuffers & (kBuffers - 1)) == 0, "a call's buffer is its sequence number masked");
 
 struct alignas(kCacheLine) SlotHeader {
     std::atomic<uint64_t> sequence;
@@ -56,6 +58,7 @@ struct LatencyState : PathState {
     int ppn = 0;
     uint64_t sequence = 0;      // the last call's (identical on the node's ranks)
     uint64_t wait_mask = ~uint64_t{0};    // a wait is for sequence s & wait_mask (a test hook may make it 0)
+    uint64_t buffer_mask = kBuffers - 1;  // call s uses buffer s & buffer_mask (a test hook may make it 0)
     MPI_Comm leaders = MPI_COMM_NULL;  // several nodes: node rank 0 of every node (MPI_COMM_NULL on the others)
     bool failed = false;        // could not be made (agreed): the path declines on this communicator for good
 
@@ -133,7 +136,9 @@ LatencyState* latency_state(PathContext& ctx, vocab::Reason* reason) {
     }
     state->result = reinterpret_cast<ShmCounter*>(base);
     state->slots = base + kCacheLine;
-    if (arshim_test_latency_fault != nullptr && arshim_test_latency_fault() != 0) state->wait_mask = 0;
+    const int fault = arshim_test_latency_fault != nullptr ? arshim_test_latency_fault() : 0;
+    if (fault == 1) state->wait_mask = 0;
+    if (fault == 2) state->buffer_mask = 0;
     return state;
 }
 
@@ -151,7 +156,7 @@ PathOutcome serve_latency(const Call& call) {
 
     const uint64_t bytes = call.bytes;
     const uint64_t s = ++state->sequence;
-    const int buffer = static_cast<int>(s % kBuffers);
+    const int buffer = static_cast<int>(s & state->buffer_mask);
     const uint64_t arrived = s & state->wait_mask;
     const int me = ctx.node_rank, ppn = state->ppn;
     const void* input = call.args.sendbuf == MPI_IN_PLACE ? call.args.recvbuf : call.args.sendbuf;

@@ -4,7 +4,9 @@
  * a missing wait or a result from another call shows as a wrong sum (test/mpi/meson.build runs it with the latency
  * path's test faults too, which must fail it).
  *
- *   check_sequence [CALLS [COUNT]]     defaults: 1000000 calls of 1 element (MPI_LONG_LONG, MPI_SUM) */
+ *   check_sequence [CALLS [COUNT [COMMS]]]   defaults: 1000000 calls of 1 element (MPI_LONG_LONG, MPI_SUM) on 3
+ *                                            communicators (COMMS 1: the world only, so that a rank may run ahead of
+ *                                            the others on one communicator by a whole call) */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +15,7 @@ int main(int argc, char** argv) {
     MPI_Init(&argc, &argv);
     const long calls = argc > 1 ? atol(argv[1]) : 1000000;
     const int count = argc > 2 ? atoi(argv[2]) : 1;
+    const int ncomms = argc > 3 && atoi(argv[3]) >= 1 && atoi(argv[3]) <= 3 ? atoi(argv[3]) : 3;
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -25,9 +28,9 @@ int main(int argc, char** argv) {
     /* sum over ranks r of (i * 1000003 + r * 7 + j) */
     const long long rank_part = 7LL * size * (size - 1) / 2;
     for (long i = 0; i < calls; ++i) {
-        const int in_place = (i / 3) % 2;
+        const int in_place = (i / ncomms) % 2;
         for (int j = 0; j < count; ++j) (in_place ? out : in)[j] = (long long)i * 1000003 + rank * 7 + j;
-        MPI_Allreduce(in_place ? MPI_IN_PLACE : in, out, count, MPI_LONG_LONG, MPI_SUM, comms[i % 3]);
+        MPI_Allreduce(in_place ? MPI_IN_PLACE : in, out, count, MPI_LONG_LONG, MPI_SUM, comms[i % ncomms]);
         for (int j = 0; j < count; ++j) {
             const long long expected = (long long)size * ((long long)i * 1000003 + j) + rank_part;
             if (out[j] != expected) {

@@ -1,8 +1,9 @@
 """The latency path (issue 43; docs/paths.md "The latency path"): back-to-back small calls alternating among three
 communicators (test/mpi/check_sequence.c), each result checked on every rank by a value that encodes the call's
 sequence number, on one node (np 2, and np 4 oversubscribed: waits that yield), on 2 x 2 and uneven 3 + 2 virtual nodes
-(the leaders' library step and the result slot), in place or not; and the mutation check: the same run with the path's
-waits removed (a test hook of the test-only library) must report wrong sums.
+(the leaders' library step and the result slot), in place or not; and the mutation checks: the same run with the path's
+waits removed, or with one buffer of slots instead of two while ranks pause before reading (test hooks of the
+test-only library), must report wrong sums.
 
   python3 -m pytest -p arshim_plugin test/mpi/test_latency.py --build BUILD --flavor mpich|openmpi"""
 import re
@@ -35,6 +36,25 @@ def test_no_result_is_lost_or_reordered(harness, np_, env, calls, count):
     assert run.returncode == 0 and wrong(run) == 0, run.describe()
     # Every call of a warm communicator went the latency path (the duplicate's and the split's first calls are cold).
     assert latency_calls(run) >= np_ * (calls - 3 * 8), run.stats["paths"]
+
+
+@pytest.mark.parametrize("buffers", ["two", "one"])
+def test_the_sequence_check_sees_a_reused_slot(harness, buffers):
+    """One communicator, so that a rank can run a whole call ahead of another on it, and ranks that pause between
+    seeing the others' slots and reading them (the test library's `delay` kernels): with the path's two buffers no sum
+    is wrong; with one (a test hook), the rank ahead overwrites its slot with the next call's value while the paused
+    rank is still to read it, and the check must see wrong sums."""
+    env = {"ARSHIM_PATH": "latency", "ARSHIMTEST_KERNEL_FAULT": "delay"}
+    if buffers == "one":
+        env["ARSHIMTEST_LATENCY_FAULT"] = "one-buffer"
+    run = harness.run(2, harness.program(PROGRAM), args=[4000, 1, 1], shim=harness.shim("faulty"), env=env,
+                      stats=True, trace=False, timeout=200)
+    if buffers == "two":
+        assert run.returncode == 0 and wrong(run) == 0, run.describe()
+        assert latency_calls(run) >= 2 * (4000 - 8), run.stats["paths"]
+    else:
+        assert wrong(run) > 0, run.describe()
+        assert run.returncode != 0
 
 
 def test_the_sequence_check_sees_a_missing_wait(harness):

@@ -9,7 +9,11 @@
 //                         ARShim's op handed to the library, ARSHIM_KERNEL_FOR_MPI=simd: binary);
 //   reverse               the n-ary kernels sum their sources in reverse order: a legitimate reassociation, which
 //                         verify mode must accept however much the result changes;
-//   none                  the kernels are left right (for the other hooks below).
+//   none                  the kernels are left right (for the other hooks below);
+//   delay                 the kernels are right, but the n-ary ones pause 20 us before reading their sources on
+//                         about one call in eight (a pseudo-random draw per process): a rank that has seen the
+//                         others' slots then reads them late, which a slot reused too early must show (with
+//                         ARSHIMTEST_LATENCY_FAULT=one-buffer; test/mpi/test_latency.py).
 // Two more hooks for the online-tuning tests (test/tune/):
 //   ARSHIMTEST_TUNE_SKEW_RANK=r   world rank r sees every library allreduce 100x faster than it was (the ranks see
 //                                 different timings: they must still decide alike);
@@ -17,12 +21,16 @@
 //                                 SLOW_SEGMENTS=B the multi-leader path with L leaders, the pipelined path with B-byte
 //                                 segments): online tuning can be made to decide either way;
 //   ARSHIMTEST_FAIL_SHM=1         every node shared-memory window fails to build (paths that need one decline);
-//   ARSHIMTEST_LATENCY_FAULT=no-wait  the latency path without its waits for the other ranks' slots
-//                                 (test/mpi/check_sequence must fail).
+//   ARSHIMTEST_LATENCY_FAULT=no-wait  the latency path without its waits for the other ranks' slots, and
+//                                 =one-buffer with one buffer of slots instead of two (test/mpi/check_sequence must
+//                                 fail).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+
+#include <time.h>
+#include <unistd.h>
 
 #include "kernels/kernels.h"
 
@@ -63,6 +71,22 @@ void reversed_nary(void* dst, const void* const* srcs, std::size_t nsrc, std::si
     g_nary[static_cast<std::size_t>(K)](dst, reversed, nsrc, count);
 }
 
+// A pause of 20 us on about one call in eight, drawn per process (so that the ranks pause at different calls).
+void maybe_pause() {
+    thread_local uint64_t draw = 0x9e3779b97f4a7c15ull ^ static_cast<uint64_t>(getpid());
+    draw = draw * 6364136223846793005ull + 1442695040888963407ull;
+    if ((draw >> 61) == 0) {
+        const timespec pause{0, 20000};
+        nanosleep(&pause, nullptr);
+    }
+}
+
+template <Type K>
+void delayed_nary(void* dst, const void* const* srcs, std::size_t nsrc, std::size_t count) {
+    maybe_pause();
+    g_nary[static_cast<std::size_t>(K)](dst, srcs, nsrc, count);
+}
+
 bool g_reverse = false;
 
 template <typename T, Type K>
@@ -81,9 +105,27 @@ void wrap() {
 
 }  // namespace
 
+// Wraps the n-ary SUM kernel of type K with the pause (binary kernels untouched).
+template <Type K>
+void delay() {
+    const auto sum = static_cast<std::size_t>(Op::sum);
+    const auto type = static_cast<std::size_t>(K);
+    g_nary[type] = g_faulty.nary[sum][type];
+    g_faulty.nary[sum][type] = &delayed_nary<K>;
+}
+
 extern "C" __attribute__((visibility("hidden"))) void arshim_test_inject_kernel_fault() {
     const char* mode = std::getenv("ARSHIMTEST_KERNEL_FAULT");
     if (mode != nullptr && std::strcmp(mode, "none") == 0) return;
+    if (mode != nullptr && std::strcmp(mode, "delay") == 0) {
+        g_faulty = arshim::kernels::active();
+        delay<Type::i32>();
+        delay<Type::i64>();
+        delay<Type::f32>();
+        delay<Type::f64>();
+        arshim::kernels::replace_active(&g_faulty);
+        return;
+    }
     g_reverse = mode != nullptr && std::strcmp(mode, "reverse") == 0;
     g_faulty = arshim::kernels::active();
     wrap<int32_t, Type::i32>();
@@ -138,5 +180,5 @@ extern "C" __attribute__((visibility("hidden"))) int arshim_test_fail_shm() {
 extern "C" __attribute__((visibility("hidden"))) int arshim_test_latency_fault() {
     const char* fault = std::getenv("ARSHIMTEST_LATENCY_FAULT");
     if (fault == nullptr) return 0;
-    return std::strcmp(fault, "no-wait") == 0 ? 1 : 0;
+    return std::strcmp(fault, "no-wait") == 0 ? 1 : std::strcmp(fault, "one-buffer") == 0 ? 2 : 0;
 }
