@@ -42,7 +42,6 @@ template <> struct CType<Type::double_double> { using type = Loc<double, double>
 // category (e.g. LAND is not defined on Fortran INTEGER although it is on C int, both i32 here).
 constexpr bool is_int(Type t) { return t <= Type::u64; }
 constexpr bool is_real(Type t) { return t == Type::f32 || t == Type::f64 || t == Type::f80; }
-constexpr bool is_complex(Type t) { return t == Type::c32 || t == Type::c64 || t == Type::c80; }
 constexpr bool is_pair(Type t) { return t >= Type::float_int && t < Type::count; }
 
 constexpr bool legal(Op op, Type t) {

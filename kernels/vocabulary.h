@@ -80,6 +80,7 @@ inline constexpr const char* kTypeNames[] = {
     "int_int", "short_int", "long_double_int", "float_float", "double_double"};
 static_assert(std::size(kTypeNames) == kTypeCount, "one name per type");
 constexpr const char* type_name(Type type) { return name_of(kTypeNames, type); }
+constexpr bool is_complex(Type type) { return type == Type::c32 || type == Type::c64 || type == Type::c80; }
 
 // ---- datatype classes: the coarse class the policy keys on; `derived` only in the statistics -------------------
 

@@ -81,13 +81,14 @@ void maybe_pause() {
     }
 }
 
-template <Type K>
+template <typename T, Type K>
 void delayed_nary(void* dst, const void* const* srcs, std::size_t nsrc, std::size_t count) {
     maybe_pause();
     g_nary[static_cast<std::size_t>(K)](dst, srcs, nsrc, count);
 }
 
-bool g_reverse = false;
+enum class Mode { off_by_one, reverse, delay };
+Mode g_mode = Mode::off_by_one;
 
 template <typename T, Type K>
 void wrap() {
@@ -95,39 +96,25 @@ void wrap() {
     const auto type = static_cast<std::size_t>(K);
     g_binary[type] = g_faulty.binary[sum][type];
     g_nary[type] = g_faulty.nary[sum][type];
-    if (g_reverse) {
-        g_faulty.nary[sum][type] = &reversed_nary<T, K>;
-    } else {
+    switch (g_mode) {
+    case Mode::reverse: g_faulty.nary[sum][type] = &reversed_nary<T, K>; break;
+    case Mode::delay: g_faulty.nary[sum][type] = &delayed_nary<T, K>; break;
+    case Mode::off_by_one:
         g_faulty.binary[sum][type] = &faulty_binary<T, K>;
         g_faulty.nary[sum][type] = &faulty_nary<T, K>;
+        break;
     }
 }
 
 }  // namespace
 
-// Wraps the n-ary SUM kernel of type K with the pause (binary kernels untouched).
-template <Type K>
-void delay() {
-    const auto sum = static_cast<std::size_t>(Op::sum);
-    const auto type = static_cast<std::size_t>(K);
-    g_nary[type] = g_faulty.nary[sum][type];
-    g_faulty.nary[sum][type] = &delayed_nary<K>;
-}
-
 extern "C" __attribute__((visibility("hidden"))) void arshim_test_inject_kernel_fault() {
     const char* mode = std::getenv("ARSHIMTEST_KERNEL_FAULT");
     if (mode != nullptr && std::strcmp(mode, "none") == 0) return;
-    if (mode != nullptr && std::strcmp(mode, "delay") == 0) {
-        g_faulty = arshim::kernels::active();
-        delay<Type::i32>();
-        delay<Type::i64>();
-        delay<Type::f32>();
-        delay<Type::f64>();
-        arshim::kernels::replace_active(&g_faulty);
-        return;
-    }
-    g_reverse = mode != nullptr && std::strcmp(mode, "reverse") == 0;
+    if (mode != nullptr && std::strcmp(mode, "reverse") == 0) g_mode = Mode::reverse;
+    if (mode != nullptr && std::strcmp(mode, "delay") == 0) g_mode = Mode::delay;
     g_faulty = arshim::kernels::active();
+    if (g_mode == Mode::delay) wrap<int64_t, Type::i64>();  // check_sequence's MPI_LONG_LONG
     wrap<int32_t, Type::i32>();
     wrap<float, Type::f32>();
     wrap<double, Type::f64>();
