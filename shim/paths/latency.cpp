@@ -52,7 +52,7 @@ static_assert(sizeof(SlotHeader) == kCacheLine, "the sequence number and the sma
 constexpr std::size_t kSlotBytes = kCacheLine + kPayloadBytes;
 
 struct LatencyState : PathState {
-    MPI_Win window = MPI_WIN_NULL;
+    NodeSegment segment;        // the slots' memory (shim/paths/node_segment.h)
     char* slots = nullptr;      // kBuffers x (ppn + 1) slots of kSlotBytes
     ShmCounter* result = nullptr;  // several nodes: the result slot's sequence (node rank 0 publishes it, waking)
     int ppn = 0;
@@ -70,7 +70,7 @@ struct LatencyState : PathState {
         return bytes <= kInlineBytes ? h->inline_data : reinterpret_cast<char*>(h) + kCacheLine;
     }
     ~LatencyState() override {
-        if (window != MPI_WIN_NULL) PMPI_Win_free(&window);  // collective over the node: every rank releases alike
+        release_shared(&segment);
         if (leaders != MPI_COMM_NULL) PMPI_Comm_free(&leaders);
     }
 };
@@ -102,12 +102,9 @@ LatencyState* latency_state(PathContext& ctx, vocab::Reason* reason) {
     const std::size_t bytes = kCacheLine + static_cast<std::size_t>(kBuffers) * (ctx.node_size + 1) * kSlotBytes;
     char* base = nullptr;
     if (ok) {
-        PMPI_Comm_set_errhandler(node, MPI_ERRORS_RETURN);  // a refused window comes back as an error, agreed below
-        base = allocate_shared(node, ctx.node_rank == 0, bytes, &state->window, &why);
-        if (base != nullptr && ctx.node_rank == 0) {
-            std::memset(base, 0, bytes);  // sequence numbers start at 0; pages mapped now, not in the first calls
-            new (base) ShmCounter{{0}, {0}};
-        }
+        PMPI_Comm_set_errhandler(node, MPI_ERRORS_RETURN);  // errors come back, agreed below
+        base = allocate_shared(node, ctx.node_rank == 0, bytes, &state->segment, &why);  // zero-filled
+        if (base != nullptr && ctx.node_rank == 0) new (base) ShmCounter{{0}, {0}};  // sequence numbers start at 0
         ok = base != nullptr;
     }
     if (ok && ctx.node_count > 1) {
@@ -122,13 +119,13 @@ LatencyState* latency_state(PathContext& ctx, vocab::Reason* reason) {
         if (ctx.rank == 0 && !why.empty() && trace::on())  // as node_shm.cpp's event
             trace::event("window_refused", {{"communicator", ctx.stats_id}, {"window", "latency node"}, {"error", why}});
         if (ctx.rank == 0 && log::first_time("latency-shm")) {
-            if (!why.empty())  // the words of node_shm.cpp's warning: one sentence for one event, whichever path
-                log::warn("node shared-memory window refused by the MPI library ({}): latency calls run native", why);
+            if (!why.empty())  // rank 0's own words; another rank that failed says its own (node_segment.cpp)
+                log::warn("node shared-memory window unavailable ({}): latency calls run native", why);
             else
                 log::warn("node shared-memory window unavailable (a node's ranks must share memory): latency calls "
                           "run native");
         }
-        if (state->window != MPI_WIN_NULL) PMPI_Win_free(&state->window);
+        release_shared(&state->segment);
         if (state->leaders != MPI_COMM_NULL) PMPI_Comm_free(&state->leaders);
         state->failed = true;
         *reason = vocab::Reason::shm_unavailable;

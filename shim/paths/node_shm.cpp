@@ -38,72 +38,6 @@ constexpr std::size_t kRingChunk = 4 << 20;
 
 }  // namespace
 
-char* allocate_shared(MPI_Comm comm, bool owner, std::size_t bytes, MPI_Win* window, std::string* why) {
-    // One cache line more than asked for: the start is aligned below.
-    const MPI_Aint size = owner ? static_cast<MPI_Aint>(bytes + kCacheLine) : 0;
-    void* mine = nullptr;
-    char* base = nullptr;
-#if defined(OPEN_MPI)
-    // Made twice under Open MPI, the first freed at once (its pages never touched): Open MPI 4.1.4's shared window
-    // creation is not balanced per pair (counted with its pml monitoring at np 4: ranks 0 and 1 exchange 9 messages
-    // one way and 8 the other), and the parity of the messages between two ranks sets the speed of their later small
-    // calls (shim/base/mpi_util.h). Once per window: once per communicator, and per growth. MPICH shows no such
-    // effect, and its window is too dear to make twice for nothing: made once there
-    // (docs/paths.md "Twice, for Open MPI's sake").
-    MPI_Win scratch = MPI_WIN_NULL;
-    if (PMPI_Win_allocate_shared(size, 1, MPI_INFO_NULL, comm, &mine, &scratch) == MPI_SUCCESS) {
-        PMPI_Win_set_errhandler(scratch, MPI_ERRORS_RETURN);
-        PMPI_Win_free(&scratch);
-    }
-#else
-    // MPICH 4.0.2 makes a communicator for every window and, when no context id is left for it, fails an internal
-    // assertion (ch4_impl.h: map_entry != NULL) that aborts the job instead of returning an error. So first make
-    // (and free) one communicator here: a failure comes back as an error, the same on every rank of `comm` (MPICH
-    // agrees a context id over the whole parent), and the caller's handler for `comm` must return errors.
-    MPI_Comm spare = MPI_COMM_NULL;
-    if (PMPI_Comm_split(comm, 0, 0, &spare) != MPI_SUCCESS) {
-        if (why != nullptr) *why = "no communicator id left for it";
-        return nullptr;
-    }
-    PMPI_Comm_free(&spare);
-#endif
-    int rc = PMPI_Win_allocate_shared(size, 1, MPI_INFO_NULL, comm, &mine, window);
-    if (rc == MPI_SUCCESS) {
-        // A window's errors abort the job by default, whatever its communicator's handler: the query must report.
-        // (Open MPI 4.1.4 with its pml monitoring on hands out a window whose shared query fails with
-        // MPI_ERR_RMA_FLAVOR.)
-        PMPI_Win_set_errhandler(*window, MPI_ERRORS_RETURN);
-        MPI_Aint got = 0;
-        int disp = 0;
-        rc = PMPI_Win_shared_query(*window, 0, &got, &disp, &base);
-    }
-    if (rc != MPI_SUCCESS && why != nullptr) {
-        char text[MPI_MAX_ERROR_STRING] = {};
-        int length = 0;
-        if (PMPI_Error_string(rc, text, &length) == MPI_SUCCESS) *why = std::string(text, static_cast<std::size_t>(length));
-    }
-    if (rc != MPI_SUCCESS || base == nullptr) return nullptr;
-    // Open MPI's shared window base is only 8-byte aligned: 64-byte counters would straddle cache lines (false
-    // sharing on the hot path, and undefined behaviour for alignas(64) objects). The mapping is page aligned plus the
-    // same offset in every process, so every rank skips the same number of bytes.
-    return base + (kCacheLine - reinterpret_cast<uintptr_t>(base) % kCacheLine) % kCacheLine;
-}
-
-// Maps every page of the window into this process now, in the call that creates the window, rather than on each
-// page's first use: otherwise the first call that touches the second buffer set pays the page faults of its ranks,
-// many times the bucket's median on the second call of a new window (docs/paths.md "First calls").
-// MADV_POPULATE_WRITE (Linux 5.14) does it in one system call; elsewhere one read per page.
-void prefault(char* start, std::size_t bytes) {
-    const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096);
-    const uintptr_t first = reinterpret_cast<uintptr_t>(start) & ~(page - 1);
-    const uintptr_t end = reinterpret_cast<uintptr_t>(start) + bytes;
-#if defined(MADV_POPULATE_WRITE)
-    if (madvise(reinterpret_cast<void*>(first), end - first, MADV_POPULATE_WRITE) == 0) return;
-#endif
-    for (uintptr_t at = reinterpret_cast<uintptr_t>(start); at < end; at = (at & ~(page - 1)) + page)
-        (void)*reinterpret_cast<volatile const char*>(at);
-}
-
 namespace {
 
 // The chunk size decides how many inter-node steps each leader makes, so it must be the same on every node: it is
@@ -140,57 +74,54 @@ ShmState* create_shm_state(PathContext& ctx, const ShmDomain& domain, std::size_
     state->ppn = domain.size;
     state->domain = domain;
 
-    // The "node" must really share memory (shares_memory: ARSHIM_VIRTUAL_PPN can group ranks that do not).
-    int ok = 1;
-    std::string why;  // the library's error text when it refused the window
-    if (domain.comm == MPI_COMM_NULL) {  // the caller could not make the domain's communicator (agreed below)
-        ok = 0;
-        why = "no communicator for it: the MPI library has no communicator ids left";
-    } else if (!shares_memory(ctx, domain.comm, domain.size)) {
-        ok = 0;
-    }
-    if (arshim_test_fail_shm != nullptr && arshim_test_fail_shm()) ok = 0;
+    // Why a window cannot be had, agreed over the communicator as the largest cause any rank saw (its precise
+    // words stay with the rank that saw it, which warns: node_segment.cpp).
+    enum Cause : long long { none = 0, too_small, not_shared, no_segment, no_communicator, test_hook };
+    long long cause = none;
+    if (domain.comm == MPI_COMM_NULL)  // the caller could not make the domain's communicator
+        cause = no_communicator;
+    else if (!shares_memory(ctx, domain.comm, domain.size))  // ARSHIM_VIRTUAL_PPN can group ranks that do not
+        cause = not_shared;
+    if (arshim_test_fail_shm != nullptr && arshim_test_fail_shm()) cause = test_hook;
 
     set_chunk_limits(ctx, *state);
     std::size_t chunk = std::min({std::max(wanted_chunk, kMinChunk), state->preferred_chunk, state->max_chunk});
     chunk &= ~(kCacheLine - 1);
-    if (chunk < 4 * kCacheLine) ok = 0;
+    if (chunk < 4 * kCacheLine && cause == none) cause = too_small;
     state->chunk_bytes = chunk;
     const std::size_t sets = static_cast<std::size_t>(kShmBuffers) * (state->ppn + 1);
     const std::size_t control = 3 * static_cast<std::size_t>(state->ppn) * kCacheLine;
 
-    if (ok) {
-        // Errors creating the window must come back to us (and be agreed on), not abort the job.
+    std::string why;  // this rank's own words for a segment it could not make or attach
+    if (cause == none) {
+        // ARShim's own segment (node_segment.h): nothing another local user can plant; a failure is agreed below.
         PMPI_Comm_set_errhandler(domain.comm, MPI_ERRORS_RETURN);
-        state->base = allocate_shared(domain.comm, domain.rank == 0, control + sets * chunk, &state->window, &why);
-        if (state->base == nullptr)
-            ok = 0;
-        else
-            prefault(state->base, control + sets * chunk);
+        state->base = allocate_shared(domain.comm, domain.rank == 0, control + sets * chunk, &state->segment, &why);
+        if (state->base == nullptr) cause = no_segment;
     }
     // Everyone agrees on the outcome before anyone uses the window, and on its token (shim/paths/window_pool.h), in
     // one allreduce.
-    long long mine[2] = {ok ? 0 : 1, static_cast<long long>(window_pool::next_token())};
-    long long agreed[2] = {1, 0};
+    long long mine[2] = {cause, static_cast<long long>(window_pool::next_token())};
+    long long agreed[2] = {no_communicator, 0};
     PMPI_Allreduce(mine, agreed, 2, MPI_LONG_LONG, MPI_MAX, ctx.comm);
-    const bool all_ok = agreed[0] == 0;
     state->token = static_cast<uint64_t>(agreed[1]);
     window_pool::saw_token(state->token);
-    if (!all_ok) {
-        if (state->window != MPI_WIN_NULL) PMPI_Win_free(&state->window);
+    if (agreed[0] != none) {
+        release_shared(&state->segment);
         if (ctx.rank != 0) return state;
+        const char* what = agreed[0] == no_communicator ? "the MPI library has no communicator ids left for it"
+                           : agreed[0] == no_segment    ? "its shared memory could not be made or attached safely"
+                           : agreed[0] == not_shared    ? "the ranks grouped as one do not share memory"
+                           : agreed[0] == too_small     ? "ARSHIM_SHM_MAX leaves no room for it"
+                                                        : "refused by a test hook";
         // Every refusal as data (the warning below is once per process, for people).
-        if (!why.empty() && trace::on())
-            trace::event("window_refused", {{"communicator", ctx.stats_id}, {"window", domain.name}, {"error", why}});
-        if (!why.empty()) {  // the library's reason, once per process
-            if (log::first_time(std::string(domain.name) + "-shm-error"))
-                log::warn("{} shared-memory window refused by the MPI library ({}): multileader and sharp calls run "
-                          "native", domain.name, why);
-        } else if (log::first_time(std::string(domain.name) + "-shm")) {
-            log::warn("{} shared-memory window unavailable (ARSHIM_SHM_MAX={}, a {}'s ranks must share "
-                      "memory): multileader and sharp calls run native",
-                      domain.name, ctx.settings->config->text(OptionId::shm_max), domain.name);
-        }
+        if (trace::on())
+            trace::event("window_refused", {{"communicator", ctx.stats_id}, {"window", domain.name}, {"error", what},
+                                            {"detail", why}});
+        if (log::first_time(std::string(domain.name) + "-shm-" + std::to_string(agreed[0])))
+            log::warn("{} shared-memory window unavailable ({}{}{}; ARSHIM_SHM_MAX={}): multileader and sharp calls "
+                      "run native", domain.name, what, why.empty() ? "" : ": ", why,
+                      ctx.settings->config->text(OptionId::shm_max));
         return state;
     }
     state->arrived = reinterpret_cast<ShmCounter*>(state->base);
@@ -206,7 +137,7 @@ ShmState* create_shm_state(PathContext& ctx, const ShmDomain& domain, std::size_
 
 void free_shm_state(ShmState* state) {
     if (state == nullptr) return;
-    if (state->window != MPI_WIN_NULL) PMPI_Win_free(&state->window);
+    release_shared(&state->segment);
     delete state;
 }
 

@@ -55,6 +55,7 @@
 
 #include "policy/cost_model.h"
 #include "shim/paths/call.h"
+#include "shim/paths/node_segment.h"
 #include "shim/paths/path_context.h"
 #include "shim/paths/shm_layout.h"
 
@@ -127,7 +128,7 @@ struct ShmDomain {
 // The window and protocol state of one shared-memory domain: the node (its context slot, below) or, for the SHARP
 // path's socket leaders, a socket.
 struct ShmState {
-    MPI_Win window = MPI_WIN_NULL;
+    NodeSegment segment;  // the window's memory (shim/paths/node_segment.h)
     char* base = nullptr;
     int ppn = 0;
     std::size_t chunk_bytes = 0;  // the window's chunk capacity (slot stride); identical on every node
@@ -184,10 +185,6 @@ inline std::size_t call_chunk_bytes(const ShmState& state, uint64_t bytes) {
 // chunk and what ARSHIM_SHM_MAX allows; collective over ctx.comm; every rank learns the same outcome: `usable` is
 // identical on all ranks). node_shm() is create_shm_state() for the node domain, kept in its context slot.
 ShmState* create_shm_state(PathContext& ctx, const ShmDomain& domain, std::size_t chunk);
-// A shared-memory window of `bytes` owned by the rank with `owner` (collective over `comm`, whose ranks share
-// memory), its start aligned to a cache line in every process; nullptr when the library refuses (then *window may
-// still need freeing, and `why`, when given, holds the library's error text). The window reports errors, never aborts.
-char* allocate_shared(MPI_Comm comm, bool owner, std::size_t bytes, MPI_Win* window, std::string* why = nullptr);
 // Whether the `size` ranks of `comm` (a node's or socket's, as the layout says) really share memory: ARSHIM_VIRTUAL_PPN
 // can group ranks that do not. Without it, every domain is a node of MPI_COMM_TYPE_SHARED (the world's node map or the
 // context's own split) or a part of one, so the check (two splits: a cost worth paying only where the grouping may

@@ -99,7 +99,7 @@ struct Level {
     MPI_Comm domain_comm = MPI_COMM_NULL;
     bool owns_domain_comm = false;
     int me = 0;  // rank in the domain; 0 is the leader
-    MPI_Win verdict_win = MPI_WIN_NULL;
+    NodeSegment verdict_segment;  // shim/paths/node_segment.h
     VerdictLine* verdict = nullptr;
     uint64_t calls = 0;  // calls run on the domain (identical on its ranks)
     // the SHARP members
@@ -135,7 +135,7 @@ bool create_verdict(Level& level, MPI_Comm domain, int domain_rank) {
     char* base = nullptr;
     {
         const ErrorsReturn errors_return(domain);  // a refused window is a decline (agreed in create_group), not an abort
-        base = allocate_shared(domain, domain_rank == 0, sizeof(VerdictLine), &level.verdict_win);
+        base = allocate_shared(domain, domain_rank == 0, sizeof(VerdictLine), &level.verdict_segment);
     }
     if (base != nullptr) {
         level.verdict = reinterpret_cast<VerdictLine*>(base);
@@ -538,7 +538,7 @@ PathOutcome run_direct(const Call& call, Level& level, const Plan& plan) {
 void release_level(Level& level) {
     if (!level.created) return;
     sharp::destroy_group(level.group);
-    if (level.verdict_win != MPI_WIN_NULL) PMPI_Win_free(&level.verdict_win);
+    release_shared(&level.verdict_segment);
     level.verdict = nullptr;
     if (level.owns_shm) free_shm_state(level.shm);
     level.shm = nullptr;

@@ -21,6 +21,7 @@
 //                                 SLOW_SEGMENTS=B the multi-leader path with L leaders, the pipelined path with B-byte
 //                                 segments): online tuning can be made to decide either way;
 //   ARSHIMTEST_FAIL_SHM=1         every node shared-memory window fails to build (paths that need one decline);
+//   ARSHIMTEST_SEGMENT_NAME=/n    node segments are created at this name, not a random one (a test plants there);
 //   ARSHIMTEST_LATENCY_FAULT=no-wait  the latency path without its waits for the other ranks' slots, and
 //                                 =one-buffer with one buffer of slots instead of two (test/mpi/check_sequence must
 //                                 fail).
@@ -168,4 +169,10 @@ extern "C" __attribute__((visibility("hidden"))) int arshim_test_latency_fault()
     const char* fault = std::getenv("ARSHIMTEST_LATENCY_FAULT");
     if (fault == nullptr) return 0;
     return std::strcmp(fault, "no-wait") == 0 ? 1 : std::strcmp(fault, "one-buffer") == 0 ? 2 : 0;
+}
+
+// ARSHIMTEST_SEGMENT_NAME=/name: every node segment is created under this name instead of a random one, so that a
+// test can plant a link, a directory, a FIFO or a file there first (test/hardening/test_planted_segments.py).
+extern "C" __attribute__((visibility("hidden"))) const char* arshim_test_segment_name() {
+    return std::getenv("ARSHIMTEST_SEGMENT_NAME");
 }
