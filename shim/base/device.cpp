@@ -2,6 +2,8 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
+#include <initializer_list>
 #include <mutex>
 
 namespace arshim::device {
@@ -31,10 +33,37 @@ struct HipAttributes {
     unsigned allocation_flags;
 };
 using HipPointerGetAttributes = int (*)(HipAttributes*, const void*);
+// Level Zero (ze_api.h, loader 1.x): allocations are asked about through a context; a context of ARShim's own on the
+// first driver, as MPICH's own Level Zero support does (MPL's gpu_ze): the driver's allocation table is per driver,
+// so another context of the same driver answers for the application's allocations.
+using ZeInit = int (*)(unsigned);
+using ZeDriverGet = int (*)(uint32_t*, void**);
+using ZeDeviceGet = int (*)(void*, uint32_t*, void**);
+struct ZeContextDesc {
+    int stype;  // ZE_STRUCTURE_TYPE_CONTEXT_DESC
+    const void* next;
+    unsigned flags;
+};
+using ZeContextCreate = int (*)(void*, const ZeContextDesc*, void**);
+struct ZeAllocationProperties {
+    int stype;  // ZE_STRUCTURE_TYPE_MEMORY_ALLOCATION_PROPERTIES
+    void* next;
+    int type;  // ze_memory_type_t
+    uint64_t id;
+    uint64_t page_size;
+};
+using ZeMemGetAllocProperties = int (*)(void*, const void*, ZeAllocationProperties*, void**);
+constexpr int kZeContextDesc = 0xd;
+constexpr int kZeAllocationProperties = 0x17;
+constexpr int kZeMemoryUnknown = 0;  // not an allocation of the driver: host memory
+constexpr int kZeMemoryHost = 1;     // the driver's host allocation: the host may touch it
 
 Runtime g_runtime = Runtime::none;
 CuPointerGetAttributes g_cuda = nullptr;
 HipPointerGetAttributes g_hip = nullptr;
+ZeMemGetAllocProperties g_ze = nullptr;
+void* g_ze_context = nullptr;
+const char* g_note = "";  // what lookup() found, for the start line
 
 void* loaded(const char* library) { return dlopen(library, RTLD_LAZY | RTLD_NOLOAD); }
 
@@ -98,6 +127,56 @@ bool ask_hip(uintptr_t p, Entry* out) {
     return true;
 }
 
+bool ask_level_zero(uintptr_t p, Entry* out) {
+    ZeAllocationProperties properties{kZeAllocationProperties, nullptr, kZeMemoryUnknown, 0, 0};
+    if (g_ze(g_ze_context, reinterpret_cast<const void*>(p), &properties, nullptr) != 0) return false;
+    out->device = properties.type != kZeMemoryUnknown && properties.type != kZeMemoryHost;
+    out->start = p;
+    out->end = p + 1;  // no range without a second call: the pointer itself is cached
+    return true;
+}
+
+// A Level Zero loader is loaded (an MPI built with Level Zero support links it, GPU or not). Whether the process can
+// have device memory at all: a driver with a device. zeInit may be called any number of times (the spec): with no
+// driver installed it fails, and the runtime is inactive. With a device, a context of ARShim's own answers for
+// pointers; without one (it could not be made) every call counts as device memory.
+Runtime find_level_zero(void* loader) {
+    auto init = reinterpret_cast<ZeInit>(dlsym(loader, "zeInit"));
+    auto driver_get = reinterpret_cast<ZeDriverGet>(dlsym(loader, "zeDriverGet"));
+    auto device_get = reinterpret_cast<ZeDeviceGet>(dlsym(loader, "zeDeviceGet"));
+    auto context_create = reinterpret_cast<ZeContextCreate>(dlsym(loader, "zeContextCreate"));
+    g_ze = reinterpret_cast<ZeMemGetAllocProperties>(dlsym(loader, "zeMemGetAllocProperties"));
+    if (init == nullptr || driver_get == nullptr || device_get == nullptr || context_create == nullptr || g_ze == nullptr) {
+        g_note = "level_zero loaded without its API";
+        return Runtime::none;
+    }
+    uint32_t drivers = 0;
+    if (init(0) != 0 || driver_get(&drivers, nullptr) != 0 || drivers == 0) {
+        g_note = "level_zero loaded, no driver";
+        return Runtime::none;
+    }
+    void* handles[16] = {};
+    drivers = std::min<uint32_t>(drivers, 16);
+    if (driver_get(&drivers, handles) != 0) drivers = 0;
+    void* with_device = nullptr;
+    for (uint32_t d = 0; d < drivers && with_device == nullptr; ++d) {
+        uint32_t devices = 0;
+        if (handles[d] != nullptr && device_get(handles[d], &devices, nullptr) == 0 && devices > 0) with_device = handles[d];
+    }
+    if (with_device == nullptr) {
+        g_note = "level_zero loaded, no device";
+        return Runtime::none;
+    }
+    const ZeContextDesc desc{kZeContextDesc, nullptr, 0};
+    if (context_create(with_device, &desc, &g_ze_context) != 0 || g_ze_context == nullptr) {
+        g_ze_context = nullptr;
+        g_note = "level_zero with a device, no context to ask with: every call to the library";
+    } else {
+        g_note = "level_zero with a device: buffers asked through ARShim's context";
+    }
+    return Runtime::level_zero;
+}
+
 }  // namespace
 
 Runtime lookup() {
@@ -117,9 +196,10 @@ Runtime lookup() {
                     }
                 }
         }
-        if (g_runtime == Runtime::none && loaded("libze_loader.so.1") != nullptr &&
-            dlsym(RTLD_DEFAULT, "zeMemGetAllocProperties") != nullptr)
-            g_runtime = Runtime::level_zero;
+        if (g_runtime == Runtime::none)
+            if (void* ze = loaded("libze_loader.so.1")) g_runtime = find_level_zero(ze);
+        if (g_runtime == Runtime::cuda) g_note = "cuda";
+        if (g_runtime == Runtime::hip) g_note = "hip";
         if (g_runtime != Runtime::none) g_events = install_memory_events();
     });
     return g_runtime;
@@ -127,10 +207,12 @@ Runtime lookup() {
 
 Runtime runtime() { return g_runtime; }
 
+const char* found() { return g_note; }
+
 bool is_device(const void* ptr) {
     if (ptr == nullptr) return false;
-    if (g_runtime == Runtime::level_zero) return true;  // no context to ask with: the library serves the call
     if (g_runtime == Runtime::none) return false;
+    if (g_runtime == Runtime::level_zero && g_ze_context == nullptr) return true;  // nothing to ask with
     const auto p = reinterpret_cast<uintptr_t>(ptr);
     Cache& cache = t_cache;
     const uint64_t generation = g_generation.load(std::memory_order_acquire);
@@ -147,7 +229,10 @@ bool is_device(const void* ptr) {
     Entry answer;
     g_queries.fetch_add(1, std::memory_order_relaxed);
     // A failed query: the runtime cannot say, so the host must not touch it.
-    if (!(g_runtime == Runtime::cuda ? ask_cuda(p, &answer) : ask_hip(p, &answer))) return true;
+    const bool answered = g_runtime == Runtime::cuda  ? ask_cuda(p, &answer)
+                          : g_runtime == Runtime::hip ? ask_hip(p, &answer)
+                                                      : ask_level_zero(p, &answer);
+    if (!answered) return true;
     if (g_events) cache.entry[cache.next++ % kEntries] = answer;
     return answer.device;
 }

@@ -25,11 +25,15 @@ inline bool g_job_has_runtime = false;
 // Looks for a GPU runtime loaded in this process, once (at MPI_Init). Returns which (none when there is none).
 Runtime lookup();
 Runtime runtime();  // what lookup() found
+// What lookup() found, in words for the start line: the runtime, or a loaded runtime that is inactive and why (a
+// Level Zero loader with no driver or no device: an MPI built with Level Zero support links it on every machine);
+// empty when nothing was loaded.
+const char* found();
 
 // Whether `p` is memory the host must not touch (device memory, or managed memory that the runtime may migrate).
 // Only meaningful after lookup() found a runtime; false for null pointers and MPI_IN_PLACE-like sentinels the caller
-// filters. Level Zero cannot be asked without the application's context: every pointer counts as device memory
-// there (the library serves every call).
+// filters. Level Zero is asked through a context of ARShim's own on the driver with a device (zeMemGetAllocProperties);
+// where none could be made, every pointer counts as device memory (the library serves every call).
 bool is_device(const void* p);
 
 // Per-process counts for the tests and the query API.

@@ -214,10 +214,12 @@ void find_device_runtime(Runtime& rt, bool collective) {
     int any = rt.device_runtime != device::Runtime::none ? 1 : 0;
     if (collective) PMPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     device::g_job_has_runtime = any != 0;
-    if (any && rt.world_rank == 0)
-        log::info("a GPU runtime is loaded ({} on rank 0): calls with device buffers go to the library "
-                  "(docs/device.md)",
-                  device::kRuntimeNames[static_cast<int>(rt.device_runtime)]);
+    if (rt.world_rank == 0 && any)
+        log::info("device check active ({}, on rank 0): calls with device buffers go to the library (docs/device.md)",
+                  *device::found() != '\0' ? device::found() : "a GPU runtime on another rank");
+    else if (rt.world_rank == 0 && *device::found() != '\0')
+        log::info("device check inactive ({}, on rank 0): every call is served as on a host without a GPU "
+                  "(docs/device.md)", device::found());
 }
 
 // Everything ARShim sets up, in one place and once (runtime() / after_mpi_init() below): settings, logging,
@@ -350,7 +352,7 @@ void initialize(bool collective) {
         trace::event("start", {{"arshim", ARSHIM_VERSION}, {"flavor", mpi_flavor()}, {"library", rt->mpi_version},
                                {"ranks", rt->world_size}, {"settings_agreed", collective}, {"disabled", rt->disabled},
                                {"device_runtime", device::kRuntimeNames[static_cast<int>(rt->device_runtime)]},
-                               {"device_check", device::g_job_has_runtime},
+                               {"device_check", device::g_job_has_runtime}, {"device_found", device::found()},
                                {"policy_source", rt->policy ? rt->policy->source() : std::string("none")},
                                {"settings", settings}});
     }

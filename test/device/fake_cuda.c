@@ -50,6 +50,14 @@ int fake_cuda_host_access(int open) {
     return was;
 }
 
+// Whether `p` lies in a "device" allocation (the Level Zero double asks it too: fake_level_zero.c).
+int fake_cuda_is_device(uintptr_t p) {
+    for (int i = 0; i < MAX_ALLOCATIONS; ++i)
+        if (allocations[i].size != 0 && p >= allocations[i].start && p < allocations[i].start + allocations[i].size)
+            return 1;
+    return 0;
+}
+
 // The driver API's signature; attribute numbers as cuda.h defines them.
 int cuPointerGetAttributes(unsigned count, int* attributes, void** data, unsigned long long ptr) {
     int found = -1;

@@ -79,3 +79,44 @@ def test_the_test_sees_a_path_touching_device_memory(harness):
     run = harness.run(4, harness.program(PROGRAM), args=["all"],
                       env={**forced(harness, "multileader"), "ARSHIM_DEVICE_CHECK": "off"}, timeout=120)
     assert run.returncode != 0, run.describe()
+
+
+# Level Zero (issue 53 item 5): a loader that is merely loaded is not a device. Debian's MPICH 5 links Intel's loader
+# on every machine; before, ARShim sent every call to the library wherever it was loaded.
+ZE_PROGRAM = "test/device/check_device_ze"
+
+
+def start_events(run):
+    events = run.events("start")
+    assert events, run.describe()
+    return events
+
+
+@pytest.mark.parametrize("path", ["auto", "multileader", "latency"])
+@pytest.mark.parametrize("placement", ["all", "alternate"])
+def test_level_zero_device_buffers_go_to_the_library(harness, path, placement):
+    run = harness.run(4, harness.program(ZE_PROGRAM), args=[placement], env=forced(harness, path), stats=True,
+                      timeout=300)
+    out = outcome(run)
+    assert out["device_calls"] > 0
+    assert calls_by_reason(run).get("device_memory", 0) > 0, run.stats["fallbacks"]
+    assert all(e["device_runtime"] == "level_zero" and e["device_check"] for e in start_events(run))
+    paths = calls_by_path(run)
+    if placement == "all":
+        assert set(paths) <= {"native"}, paths
+    elif path != "auto":
+        assert paths.get(path, 0) > 0, paths  # the keys' host calls are asked about and served
+
+
+@pytest.mark.parametrize("loader", ["no device", "no driver"])
+def test_a_level_zero_loader_without_a_device_leaves_every_call_served(harness, loader):
+    env = {**forced(harness, "multileader"), "ARSHIM_LOG": "info",
+           ("FAKE_ZE_DEVICES" if loader == "no device" else "FAKE_ZE_DRIVERS"): 0}
+    run = harness.run(4, harness.program(ZE_PROGRAM), args=["host"], env=env, stats=True)
+    out = outcome(run)
+    assert out["device_calls"] == 0
+    assert calls_by_reason(run).get("device_memory", 0) == 0, run.stats["fallbacks"]
+    assert calls_by_path(run).get("multileader", 0) > 0, run.stats["paths"]
+    for e in start_events(run):
+        assert e["device_runtime"] == "none" and not e["device_check"], e
+        assert loader in e["device_found"], e
