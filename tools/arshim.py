@@ -263,9 +263,11 @@ def main(argv=None):
                                      "launcher, load it: `-x LD_PRELOAD=...` for Open MPI's mpirun/mpiexec, "
                                      "`-genv LD_PRELOAD ...` for Hydra's (MPICH, Intel MPI, MVAPICH), "
                                      "`--export=ALL,LD_PRELOAD=...` for Slurm's srun (an --export already there is "
-                                     "extended). The MPI flavor is detected from the program's shared libraries "
-                                     "(for python, from its mpi4py module), not from the launcher, unless --mpi is "
-                                     "given. ARSHIM_* settings of this environment reach every rank.",
+                                     "extended). An LD_PRELOAD of your own (environment, -x, -genv, -env, --export; "
+                                     "every MPMD section) keeps its libraries after ARShim's; one that cannot be "
+                                     "merged is refused. The MPI flavor is detected from the program's shared "
+                                     "libraries (for python, from its mpi4py module), not from the launcher, unless "
+                                     "--mpi is given. ARSHIM_* settings of this environment reach every rank.",
                          usage="arshim run [--mpi mpich|openmpi] [--lib PATH] [-v] -- LAUNCHER [ARGS] PROGRAM [ARGS]",
                          epilog="examples:\n"
                                 "  arshim run -- mpirun.openmpi -n 4 ./app\n"

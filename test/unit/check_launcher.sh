@@ -45,6 +45,21 @@ out=$("$arshim" run -v -- mpiexec.openmpi -n 1 "$build/examples/allreduce_sweep-
 expect "mpiexec.openmpi gets -x LD_PRELOAD" "mpiexec.openmpi -x LD_PRELOAD=[^ ]*libarshim-openmpi.so" "$out"
 expect "mpiexec.openmpi ran the program" "all results correct" "$out"
 
+# A preload of the user's own on the launcher line (libm: harmless, found by name) keeps ARShim's library, first and
+# once, in every rank: Hydra keeps the last -genv LD_PRELOAD, Open MPI applies -x to its own MPMD section only. A
+# rank without ARShim would have rank 0 warn "not loaded on ranks" after ARSHIM_INIT_TIMEOUT.
+out=$(ARSHIM_LOG=info ARSHIM_INIT_TIMEOUT=5 "$arshim" run -v -- mpirun.mpich -n 2 -genv LD_PRELOAD libm.so.6 \
+  "$build/examples/allreduce_sweep-mpich" --max 64 2>&1)
+expect "user's -genv LD_PRELOAD: ARShim's library first" " -n 2 -genv LD_PRELOAD /[^ :]*libarshim-mpich.so:libm.so.6 " "$out"
+[[ $(head -1 <<<"$out" | grep -o LD_PRELOAD | wc -l) -eq 1 ]] || { echo "FAIL: two LD_PRELOAD: $(head -1 <<<"$out")"; fail=1; }
+expect "user's -genv LD_PRELOAD: both ranks load ARShim" "arshim\[0\] summary: [0-9]+ MPI_Allreduce calls on 2 ranks" "$out"
+out=$(ARSHIM_LOG=info ARSHIM_INIT_TIMEOUT=5 "$arshim" run -v -- mpirun.openmpi -n 1 "$build/examples/allreduce_sweep-openmpi" \
+  --max 64 : -n 1 -x LD_PRELOAD=libm.so.6 "$build/examples/allreduce_sweep-openmpi" --max 64 2>&1)
+expect "MPMD: ARShim's -x in the first section" "^arshim: mpirun.openmpi -x LD_PRELOAD=/[^ :]*libarshim-openmpi.so (-x ARSHIM_[A-Z_]+ )*-n 1 " "$out"
+expect "MPMD: user's -x LD_PRELOAD in the second, ARShim's library first" " : (-x ARSHIM_[A-Z_]+ )*-n 1 -x LD_PRELOAD=/[^ :]*libarshim-openmpi.so:libm.so.6 " "$out"
+expect "MPMD: both ranks load ARShim" "arshim\[0\] summary: [0-9]+ MPI_Allreduce calls on 2 ranks" "$out"
+if grep -q "not loaded on ranks" <<<"$out"; then echo "FAIL: a rank without ARShim: $out"; fail=1; fi
+
 # srun without Slurm: a stand-in prints what it was given (test/slurm runs the real one).
 fake=$(mktemp -d)
 trap 'rm -rf "$fake"' EXIT
