@@ -133,12 +133,17 @@ template <Op O, class T> void tail(char* out, const char* l, const char* r, size
 template <Op O> struct DoubleIntLoc {
     static constexpr size_t size = 16;
     static V combine(V l, V r) {
-        const __m256d lv = _mm256_castsi256_pd(l), rv = _mm256_castsi256_pd(r);
+        // Compare the value qwords only: the index qwords (an int and padding) read as doubles can be signalling
+        // NaNs, which raise FE_INVALID even in a quiet compare and kill a program that traps it. Zeroed there,
+        // they compare as 0.0 and their verdicts are never used.
+        const __m256d values = _mm256_castsi256_pd(_mm256_setr_epi64x(-1, 0, -1, 0));
+        const __m256d lv = _mm256_and_pd(_mm256_castsi256_pd(l), values);
+        const __m256d rv = _mm256_and_pd(_mm256_castsi256_pd(r), values);
         constexpr int kBetter = O == Op::minloc ? _CMP_LT_OQ : _CMP_GT_OQ;
         // compare the value qwords; copy each element's verdict to both of its qwords
         const __m256d better = _mm256_permute_pd(_mm256_cmp_pd(lv, rv, kBetter), 0x0);
         const __m256d equal = _mm256_permute_pd(_mm256_cmp_pd(lv, rv, _CMP_EQ_OQ), 0x0);
-        const V taken = _mm256_castpd_si256(_mm256_blendv_pd(rv, lv, better));
+        const V taken = _mm256_castpd_si256(_mm256_blendv_pd(_mm256_castsi256_pd(r), _mm256_castsi256_pd(l), better));
         const V index_lane = _mm256_setr_epi32(0, 0, -1, 0, 0, 0, -1, 0);  // dword 2 of each element
         const V use_min = _mm256_and_si256(_mm256_castpd_si256(equal), index_lane);
         return _mm256_blendv_epi8(taken, _mm256_min_epi32(l, r), use_min);

@@ -374,13 +374,19 @@ Report job_report(const LocalData& d, const RunFacts& rt, int name_bytes) {
     for (int s = 0; s < kJobComms; ++s) {
         CommEntry e;
         e.instances = un.pop_count();
-        e.size = static_cast<int>(un.pop(Reduce::max));
-        e.stride = static_cast<int>(un.pop(Reduce::max));
-        e.inter = un.pop(Reduce::max) > 0;
-        e.first_world = static_cast<int>(un.pop(Reduce::min));
-        e.id = static_cast<uint64_t>(comm_table[static_cast<std::size_t>(s)]);
+        // An unused slot holds -inf/+inf (the reductions' identities): converting those to int is undefined and
+        // raises FE_INVALID, which a program that traps it dies of inside MPI_Finalize. Read as doubles, convert
+        // only what a used slot holds (finite integers).
+        const double size = un.pop(Reduce::max), stride = un.pop(Reduce::max), inter = un.pop(Reduce::max);
+        const double first_world = un.pop(Reduce::min);
         e.agg = comm_aggs[static_cast<std::size_t>(s)];
         if (comm_table[static_cast<std::size_t>(s)] == kEmpty || e.agg.calls == 0) continue;
+        if (!std::isfinite(size) || !std::isfinite(stride) || !std::isfinite(first_world)) continue;
+        e.size = static_cast<int>(size);
+        e.stride = static_cast<int>(stride);
+        e.inter = inter > 0;
+        e.first_world = static_cast<int>(first_world);
+        e.id = static_cast<uint64_t>(comm_table[static_cast<std::size_t>(s)]);
         comm_index[static_cast<std::size_t>(s)] = static_cast<int>(r.comms.size());
         r.comms.push_back(e);
     }
