@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import shutil
+import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.realpath(__file__))
@@ -47,7 +48,8 @@ def tools_dirs(installed=True):
 
 
 sys.path.insert(0, next((d for d in tools_dirs() if os.path.isfile(os.path.join(d, "arshim", "__init__.py"))), HERE))
-from arshim import ToolError, launchers, mpich_coll, report, simulate, tune  # noqa: E402
+from arshim import ToolError, launchers, mpich_coll, options, report, simulate, tune  # noqa: E402
+from arshim.text import escape, one_line  # noqa: E402
 from arshim.flavors import FAMILY, FLAVORS, launcher_flavor, program_flavor  # noqa: E402
 
 
@@ -67,7 +69,7 @@ def find_library(flavor, explicit=None):
     """The libarshim-<flavor>.so to preload: --lib, or the first of library_dirs() that has it."""
     if explicit:
         if not os.path.isfile(explicit):
-            raise ToolError(f"--lib {explicit}: no such file")
+            raise ToolError(f"--lib {escape(explicit)}: no such file")
         return os.path.realpath(explicit)
     name = f"libarshim-{flavor}.so"
     for directory in library_dirs():
@@ -99,14 +101,15 @@ def cmd_run(args):
     library = find_library(flavor, args.lib)
     launcher = None if launchers.is_srun(command) else launcher_flavor(command[0])
     if launcher and launcher != flavor:
-        raise ToolError(f"{command[0]} is the {launcher} launcher but the program uses {flavor}; use mpirun.{flavor}")
+        raise ToolError(f"{escape(command[0])} is the {launcher} launcher but the program uses {flavor}; use "
+                        f"mpirun.{flavor}")
     full = launchers.preloaded_command(command, flavor, library)
     if args.verbose:
         print("arshim: " + " ".join(full), file=sys.stderr)
     try:
         os.execvpe(full[0], full, launchers.launch_environment(command))
     except OSError as e:
-        raise ToolError(f"{full[0]}: cannot run ({e.strerror})") from None
+        raise ToolError(f"{escape(full[0])}: cannot run ({e.strerror})") from None
 
 
 def cmd_lib(args):
@@ -145,15 +148,36 @@ def tool_path(name):
     raise ToolError(f"cannot find {name} next to {HERE}; build it with `meson compile -C build`")
 
 
+def run_compiled(command_name, program, argv, usage_error):
+    """Runs one of ARShim's compiled tools (arshim-policy, the C benchmarks) with its stdout passed through and its
+    stderr passed on escaped line by line (a value given on the command line comes back in its messages). A usage
+    error (usage_error(exit status)) becomes one line `arshim: COMMAND: MESSAGE`, exit status 2."""
+    try:
+        done = subprocess.run([program] + argv, stderr=subprocess.PIPE)
+    except OSError as e:
+        raise ToolError(f"{escape(program)}: cannot run ({e.strerror})") from None
+    except KeyboardInterrupt:
+        return 130
+    lines = done.stderr.decode("utf-8", "replace").splitlines()
+    if usage_error(done.returncode):
+        message = next((line for line in lines if line.strip()), f"exit status {done.returncode}")
+        message = message.removeprefix(os.path.basename(program) + ": ")
+        raise ToolError(f"{command_name}: {escape(message)}")
+    for line in lines:
+        print(escape(line, 4000), file=sys.stderr)
+    return 128 - done.returncode if done.returncode < 0 else done.returncode  # a signal, as a shell shows it
+
+
 def cmd_policy(args):
-    path = tool_path("arshim-policy")
-    os.execv(path, [path] + args.rest)
+    # CLI11 (tools/policy_cli.cpp) ends a command line it cannot parse with exit status 100-127 and two lines.
+    return run_compiled("policy", tool_path("arshim-policy"), args.rest, lambda status: 100 <= status <= 127)
 
 
 def cmd_bench(args):
     if args.what in ("cma", "line-floor"):
-        exe = tool_path("arshim-bench-" + args.what)
-        os.execv(exe, [exe] + args.rest)
+        # Both end a bad command line with exit status 2 and one line that repeats the value given.
+        return run_compiled(f"bench {args.what}", tool_path("arshim-bench-" + args.what), args.rest,
+                            lambda status: status == 2)
     if args.what == "allreduce":
         path = find_script(os.path.join("allreduce_bench", "bench_allreduce.py"), build_tree_only=True)
         os.execv(sys.executable, [sys.executable, path] + args.rest)
@@ -252,9 +276,9 @@ PASSTHROUGH = {
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="arshim", description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     epilog="Run `arshim COMMAND --help` for each command's options.")
+    parser = options.Parser(prog="arshim", description=__doc__.split("\n\n")[0],
+                            formatter_class=argparse.RawDescriptionHelpFormatter,
+                            epilog="Run `arshim COMMAND --help` for each command's options.")
     sub = parser.add_subparsers(dest="command_name", metavar="COMMAND")
     sub.required = True
 
@@ -319,7 +343,7 @@ def main(argv=None):
     try:
         return args.func(args) or 0
     except ToolError as error:
-        print(f"arshim: {error}", file=sys.stderr)
+        print(f"arshim: {one_line(error)}", file=sys.stderr)
         return 2
 
 

@@ -58,7 +58,8 @@ def test_names_refuse_bad_rig_names(name):
     with pytest.raises(Failure) as e:
         plan.Names(name)
     assert e.value.status == 2 and e.value.plain
-    assert e.value.line() == f"arshim-cluster: bad rig name '{name}' (a-z, 0-9, -; at most 16)"
+    shown = name.replace("\n", "\\n")  # one line: the newline escaped
+    assert e.value.line() == f"arshim-cluster: bad rig name '{shown}' (a-z, 0-9, -; at most 16)"
 
 
 @pytest.mark.parametrize("subnet", ["10.99", "10.99.0.1", "10.99.256", "10.99.0;x", "a.b.c"])

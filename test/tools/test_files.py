@@ -119,5 +119,8 @@ def test_write_file_replaces_a_planted_symlink(tmp_path):
 
 
 def test_write_file_failure_is_one_line(tmp_path):
-    with pytest.raises(ToolError, match="cannot write"):
+    with pytest.raises(ToolError, match="missing-dir does not exist"):
         files.write_file(str(tmp_path / "missing-dir" / "out.toml"), "table")
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ToolError, match="cannot write"):
+        files.write_file(str(tmp_path / "file" / "out.toml"), "table")

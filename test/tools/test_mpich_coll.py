@@ -329,9 +329,9 @@ def run(*args, env_extra=None):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--max-np", "0"], "--max-np wants a positive integer, got '0'"),
-    (["--timeout", "1.5"], "--timeout wants a positive number of seconds, got '1.5'"),
-    (["--flavors", "mpich,lam"], "unknown flavor 'lam' (allowed: mpich, openmpi)"),
+    (["--max-np", "0"], "--max-np wants a positive integer of at most 1024, got '0'"),
+    (["--timeout", "1.5"], "--timeout wants a positive number of seconds of at most 604800, got '1.5'"),
+    (["--flavors", "mpich,lam"], "--flavors: unknown flavor 'lam' (allowed: mpich, openmpi)"),
     (["--configs", ","], "--configs: empty list"),
     (["--set", "NOVALUE"], "wants VAR=VALUE, got 'NOVALUE'"),
     (["--source", "/nonexistent/mpich", "--list"], "--source /nonexistent/mpich: no such file or directory"),

@@ -19,6 +19,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -27,12 +28,26 @@ import time
 HERE = os.path.dirname(os.path.realpath(__file__))
 BAD_POLICY = os.path.join(HERE, "bad_policy.toml")
 sys.path.insert(0, os.path.dirname(HERE))  # tools/: the arshim package
-from arshim import ToolError, files, launchers  # noqa: E402
+from arshim import ToolError, files, launchers, options  # noqa: E402
+from arshim.flavors import FLAVORS  # noqa: E402
 from arshim.sizes import size_text as human  # noqa: E402
+from arshim.text import escape  # noqa: E402
+
+PROG = "arshim bench allreduce"
+# Option ranges (checked before anything runs). Message sizes: the program allocates two buffers of --max per rank
+# and counts elements in an int.
+MAX_BYTES = 256 << 20
+MAX_RANKS = 1 << 16
+
+
+class BenchError(ToolError):
+    """A bad option or setup, found before any run: one line `arshim bench allreduce: ...`, exit status 2."""
 
 
 def build_dir(explicit):
     """The meson build directory holding shim/ and tools/allreduce_bench/ (argument, env, or usual places)."""
+    if explicit and not os.path.isdir(explicit):
+        raise BenchError(f"--build-dir {escape(explicit)}: not a directory")
     candidates = [explicit] if explicit else []
     candidates += [os.environ.get("ARSHIM_BUILD_DIR"), os.path.join(HERE, "..", ".."),
                    os.path.join(HERE, "..", "..", "build")]
@@ -40,7 +55,9 @@ def build_dir(explicit):
         if c and os.path.isfile(os.path.join(c, "tools", "allreduce_bench", "bench_allreduce-mpich")) or \
            c and os.path.isfile(os.path.join(c, "tools", "allreduce_bench", "bench_allreduce-openmpi")):
             return os.path.realpath(c)
-    sys.exit("bench_allreduce: cannot find the build directory (pass --build-dir or set ARSHIM_BUILD_DIR)")
+    raise BenchError(f"{'--build-dir ' + escape(explicit) + ': not a' if explicit else 'cannot find the'} build "
+                     "directory with tools/allreduce_bench/bench_allreduce-<flavor> (pass --build-dir or set "
+                     "ARSHIM_BUILD_DIR)")
 
 
 def configurations(flavor, np_, names, compare_lib=""):
@@ -137,10 +154,10 @@ def configurations(flavor, np_, names, compare_lib=""):
         m = re.fullmatch(r"pipelined-([1-9][0-9]*[KM]?)-w([1-9][0-9]?)", n)
         if m and n not in all_configs:
             all_configs[n] = segments(m.group(1), int(m.group(2)))
-    unknown = [n for n in names if n not in all_configs and not n.startswith("peer-")]
+    unknown = [n for n in names if n not in all_configs and not re.fullmatch(r"peer-[a-z0-9-]+", n)]
     if unknown:
-        sys.exit(f"bench_allreduce: unknown configuration(s) {', '.join(unknown)}; "
-                 f"allowed: {', '.join(all_configs)}, pipelined-<size>-w<window> (e.g. pipelined-48K-w6)")
+        raise BenchError(f"--configs: unknown configuration {escape(', '.join(unknown), 120)} for {flavor}; "
+                         f"allowed: {', '.join(all_configs)}, pipelined-<size>-w<window> (e.g. pipelined-48K-w6)")
     return {n: all_configs[n] for n in names if n in all_configs}
 
 
@@ -173,8 +190,9 @@ def print_bound_table(flavor, args, configs, sizes, results):
 
 def command(flavor, np_, build, preload, env, extra, args):
     program = os.path.join(build, "tools", "allreduce_bench", f"bench_allreduce-{flavor}")
-    prog_args = ["--min", args.min, "--max", args.max, "--factor", str(args.factor), "--reps", str(args.reps),
-                 "--batch", str(args.batch), "--budget", args.budget, "--type", args.type, "--op", args.op] + \
+    prog_args = ["--min", str(args.min), "--max", str(args.max), "--factor", str(args.factor), "--reps",
+                 str(args.reps), "--batch", str(args.batch), "--budget", str(args.budget), "--type", args.type,
+                 "--op", args.op] + \
                 (["--in-place"] if args.in_place else []) + (["--paired"] if args.paired else [])
     libs = []
     if isinstance(preload, str):
@@ -241,23 +259,64 @@ def paired_fields(vals):
             "paired_round": ";".join(f"{v:.4f}" for v in vals) if vals else None}
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 2)[2])
-    p.add_argument("--mpi", default="mpich,openmpi", help="flavors, comma separated (default: both)")
-    p.add_argument("--np", type=int, default=2, help="ranks (default 2)")
-    p.add_argument("--min", default="8", help="smallest message, bytes (default 8)")
-    p.add_argument("--max", default="64M", help="largest message (default 64M; up to 256M)")
-    p.add_argument("--factor", type=int, default=4, help="size step factor (default 4)")
-    p.add_argument("--reps", type=int, default=100, help="most repetitions per size and run (default 100)")
-    p.add_argument("--batch", type=int, default=1,
+def check_setup(args):
+    """What the options name on this machine, before any run: the build's programs for each flavor, the launchers,
+    --compare-lib's libraries, --wrap's template and the configurations. Returns (build directory, flavors,
+    {flavor: configurations})."""
+    build = build_dir(args.build_dir)
+    built = [f for f in FLAVORS
+             if os.path.isfile(os.path.join(build, "tools", "allreduce_bench", f"bench_allreduce-{f}"))]
+    for flavor in args.mpi:
+        if flavor not in built:
+            raise BenchError(f"--mpi {flavor}: {escape(build)} has no bench_allreduce-{flavor} (ARShim built without "
+                             f"{flavor}); allowed here: {', '.join(built)}")
+        if not shutil.which(f"mpirun.{flavor}"):
+            raise BenchError(f"--mpi {flavor}: mpirun.{flavor} not found on PATH")
+        if args.compare_lib:
+            try:
+                lib = args.compare_lib.format(flavor=flavor)
+            except (KeyError, IndexError, ValueError) as e:
+                raise BenchError(f"--compare-lib {escape(args.compare_lib)}: not a path with {{flavor}} "
+                                 f"({escape(e)})") from None
+            if not os.path.isfile(lib):
+                raise BenchError(f"--compare-lib {escape(args.compare_lib)}: {escape(lib)}: no such file")
+        if args.wrap:
+            try:
+                words = shlex.split(args.wrap.format(flavor=flavor, np=args.np))
+            except (KeyError, IndexError, ValueError) as e:
+                raise BenchError(f"--wrap {escape(args.wrap)}: not a command prefix with {{flavor}} and {{np}} "
+                                 f"({escape(e)})") from None
+            if not words:
+                raise BenchError(f"--wrap {escape(args.wrap)}: no command")
+    names = [n for n in (n.strip() for n in args.configs.split(",")) if n]
+    plan = {f: configurations(f, args.np, names, args.compare_lib) for f in args.mpi}
+    if not any(plan.values()):
+        raise BenchError(f"--configs {escape(args.configs, 120)}: no configuration runs under {', '.join(args.mpi)}")
+    return build, args.mpi, plan
+
+
+def parse_args(argv=None):
+    p = options.Parser(prog=PROG, description=__doc__.split("\n\n")[0],
+                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 2)[2])
+    p.add_argument("--mpi", default="mpich,openmpi", type=options.names(FLAVORS, "MPI flavor"),
+                   help="flavors, comma separated (default: both)")
+    p.add_argument("--np", type=options.whole(1, MAX_RANKS), default=2, help="ranks (default 2)")
+    p.add_argument("--min", default="8", type=options.size(1, MAX_BYTES), help="smallest message, bytes (default 8)")
+    p.add_argument("--max", default="64M", type=options.size(1, MAX_BYTES),
+                   help=f"largest message (default 64M; up to {human(MAX_BYTES)})")
+    p.add_argument("--factor", type=options.whole(2, 1024), default=4, help="size step factor (default 4)")
+    p.add_argument("--reps", type=options.whole(1, 1000000), default=100,
+                   help="most repetitions per size and run (default 100; every size gets at least 5)")
+    p.add_argument("--batch", type=options.whole(1, 1000000), default=1,
                    help="calls per timed repetition (default 1: each call timed alone from a barrier; B > 1: B "
                         "back-to-back calls after the barrier, time per call, as the OSU micro-benchmarks time a loop)")
     p.add_argument("--paired", action="store_true",
                    help="also time the library's own call (PMPI_Allreduce) in every run, repetition by repetition, "
                         "and report the median ratio: a speed-up that drift between launches cannot reach")
-    p.add_argument("--budget", default="1G", help="bytes reduced per size and run, bounds repetitions (default 1G)")
-    p.add_argument("--rounds", type=int, default=3, help="interleaved rounds; figures are medians over them")
+    p.add_argument("--budget", default="1G", type=options.size(1, 1 << 40),
+                   help="bytes reduced per size and run, bounds repetitions (default 1G)")
+    p.add_argument("--rounds", type=options.whole(1, 10000), default=3,
+                   help="interleaved rounds; figures are medians over them")
     p.add_argument("--configs", default="", help="comma-separated configuration names (default: all)")
     p.add_argument("--in-place", action="store_true", help="MPI_IN_PLACE calls (Open MPI's libnbc trap)")
     p.add_argument("--type", default="float", choices=["float", "double", "int", "uint8", "unsigned", "ulong"],
@@ -273,8 +332,10 @@ def main():
     p.add_argument("--wrap", default="", help="prefix for every mpirun command ({flavor}, {np} substituted), e.g. "
                                               "a launcher that runs it on an emulated cluster")
     p.add_argument("--no-local-flags", action="store_true", help="do not force Open MPI's shared-memory btl")
-    p.add_argument("--nodes", type=int, default=1, help="nodes, for the link lower bound column")
-    p.add_argument("--link-gbit", type=float, default=0, help="link speed in Gbit/s: adds the ring lower bound")
+    p.add_argument("--nodes", type=options.whole(1, MAX_RANKS), default=1,
+                   help="nodes, for the link lower bound column")
+    p.add_argument("--link-gbit", type=options.number(0, 1e6), default=0,
+                   help="link speed in Gbit/s: adds the ring lower bound")
     p.add_argument("--bound", action="store_true",
                    help="also print every configuration's time over the link's bandwidth bound 2(N-1)/N*n/B "
                         "(median over rounds, [min-max] of the rounds as the noise); needs --nodes >= 2 and "
@@ -283,26 +344,28 @@ def main():
                    help="another ARShim library to run in the same rounds ({flavor} substituted), e.g. an older build's "
                         "build/shim/libarshim-{flavor}.so: configurations compare-native, compare-native-control and "
                         "compare-default")
-    p.add_argument("--csv", help="write every figure to this CSV file")
-    p.add_argument("--json", help="write the figures as JSON")
+    # Checked when parsed (options.output), not when the figures are written after minutes of runs.
+    p.add_argument("--csv", type=options.output, help="write every figure to this CSV file")
+    p.add_argument("--json", type=options.output, help="write the figures as JSON")
     p.add_argument("--build-dir", help="meson build directory (default: found next to this script)")
-    p.add_argument("--timeout", type=int, default=900, help="seconds per run")
-    args = p.parse_args()
-
+    p.add_argument("--timeout", type=options.whole(1, 7 * 86400), default=900, help="seconds per run")
+    args = p.parse_args(argv)
+    if args.min > args.max:
+        p.error(f"--min {human(args.min)} --max {human(args.max)}: --min must be at most --max")
     if args.bound and (args.nodes < 2 or args.link_gbit <= 0):
         p.error("--bound needs --nodes N (N >= 2, the hosts the ranks span) and --link-gbit G (the link speed)")
-    if not 1 <= args.batch <= 1000000:
-        p.error(f"--batch {args.batch}: must be between 1 and 1000000")
-    for option, path in (("--csv", args.csv), ("--json", args.json)):
-        # Found out before the runs (they take minutes), not when the figures are written.
-        if path is not None and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
-            p.error(f"{option} {files.escape(path)}: its directory does not exist")
-    build = build_dir(args.build_dir)
-    flavors = [f for f in args.mpi.split(",") if f]
-    names = [n for n in args.configs.split(",") if n]
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    try:
+        build, flavors, plan = check_setup(args)
+    except ToolError as error:
+        print(f"{PROG}: {error}", file=sys.stderr)
+        return 2
     results = {}  # (flavor, config) -> {bytes: [per-round medians]}
     paired = {}  # (flavor, config) -> {bytes: [per-round paired speed-ups]} (--paired)
-    plan = {f: configurations(f, args.np, names, args.compare_lib) for f in flavors}
     started = time.time()
     total_runs = args.rounds * sum(len(c) for c in plan.values())
     done = 0
@@ -378,7 +441,7 @@ def main():
         if args.json:
             files.write_file(args.json, json.dumps(records, indent=1) + "\n")
     except ToolError as error:
-        print(f"bench_allreduce: {error}", file=sys.stderr)
+        print(f"{PROG}: {error}", file=sys.stderr)
         return 2
     if failed:
         print(f"bench_allreduce: {failed} of {total_runs} runs failed (above); their figures are missing",

@@ -4,8 +4,10 @@ share these modules instead of each keeping its own copy.
   sizes      byte counts read from and written as text ("64K", "1 MiB")
   flavors    which MPI (mpich, openmpi) a program or a launcher belongs to
   launchers  launcher command lines that preload ARShim in the ranks (mpirun, mpiexec, srun)
-  files      bounded reading of untrusted files (regular files only, size and nesting limits), atomic writes
+  files      bounded reading of untrusted files (regular files only, size and nesting limits), atomic writes that
+             never follow a symbolic link or open a FIFO, output names checked before the work
   text       terminal-safe text from untrusted strings
+  options    command lines checked before any work: one-line, escaped errors; counts, sizes, output names
   statslog   reading and validating ARShim statistics logs (arshim-stats/1)
   report     `arshim report`
   tune       `arshim tune`

@@ -1,7 +1,10 @@
 """Reading files the tools did not write (statistics logs, state files, CSVs) as if an attacker had: whatever sits
 at the name (a FIFO, a device, /dev/zero, a directory, a file that keeps growing, bytes that are no text, JSON
 nested a hundred thousand deep or with a 400-digit number) ends in one InputError naming the problem, never in a
-hang, unbounded memory or a traceback. And writing a whole file or nothing."""
+hang, unbounded memory or a traceback. And writing: every file a tool writes goes through write_file (a whole file
+or nothing, never through a symbolic link, never to a FIFO, device or directory) or, for a stream such as a log,
+open_output; check_output refuses a bad output name before the work that would fill it."""
+import errno
 import json
 import math
 import os
@@ -137,14 +140,52 @@ def read_json(path, limit=DEFAULT_LIMIT, max_depth=MAX_DEPTH):
     return parse_json(path, read_text(path, limit), max_depth)
 
 
-def write_file(path, text, mode=0o644):
-    """Writes a whole file or nothing: a new temporary file beside it (O_EXCL | O_NOFOLLOW: never through a symlink
-    planted in a shared directory), then renamed over the name (which replaces a symlink, never follows it)."""
+def output_problem(path):
+    """Why write_file would refuse `path`, or None. What may be at the name (not followed): nothing, a regular file
+    or a symbolic link, which are replaced; the name's directory must exist. A directory, a FIFO, a device or a
+    socket is refused (a FIFO would block, a device or a socket is no file to replace)."""
+    if not path:
+        return "an empty file name"
+    directory = os.path.dirname(os.fspath(path)) or "."
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        if not os.path.isdir(directory):
+            return f"its directory {escape(directory)} does not exist"
+        st = None
+    except OSError as e:
+        return f"cannot write ({e.strerror})"
+    if st is None or stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode):
+        # The new file is made beside the name and renamed over it: the directory must take both.
+        return None if os.access(directory, os.W_OK | os.X_OK) else \
+            f"cannot write in its directory {escape(directory)} (Permission denied)"
+    return (f"{kind(st.st_mode)}, not a regular file (an output is written as a new file that replaces only a "
+            "regular file or a symbolic link at its name)")
+
+
+def check_output(path, option=None):
+    """Refuses, in one ToolError naming the option and the escaped name, an output name write_file would not write
+    (output_problem), so that a tool finds out before its work instead of losing the work's results. Returns path."""
+    problem = output_problem(path)
+    if problem:
+        raise ToolError(f"{option + ' ' if option else ''}{escape(os.fspath(path))}: {problem}")
+    return path
+
+
+def write_file(path, data, mode=0o644):
+    """Writes a whole file (text or bytes) or nothing: a new temporary file beside it (O_EXCL | O_NOFOLLOW: never
+    through a symlink planted in a shared directory), then renamed over the name. The rename replaces a regular file
+    or a symbolic link (never followed: the file it pointed to stays as it was) and opens nothing, so a FIFO cannot
+    block it; a directory, FIFO, device or socket at the name is refused (output_problem) before anything is
+    written."""
+    problem = output_problem(path)
+    if problem:
+        raise ToolError(f"{escape(os.fspath(path))}: {problem}")
     tmp = f"{path}.tmp.{os.getpid()}"
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+        with os.fdopen(fd, "wb" if isinstance(data, (bytes, bytearray)) else "w") as f:
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -153,4 +194,33 @@ def write_file(path, text, mode=0o644):
             os.unlink(tmp)
         except OSError:
             pass
-        raise ToolError(f"{escape(path)}: cannot write ({e.strerror})") from None
+        raise ToolError(f"{escape(os.fspath(path))}: cannot write ({e.strerror})") from None
+
+
+def open_output(path, append=False, mode=0o644):
+    """A descriptor for writing a stream (a log, rows added to a CSV), for what cannot be written whole: never
+    through a symbolic link at the name (O_NOFOLLOW), never blocking on a FIFO (O_NONBLOCK: no reader is ENXIO, and
+    a FIFO with one is refused), and only to a regular file, checked on the open descriptor before anything is
+    truncated or written. Created if missing; truncated unless `append`. OSError (filename set) on failure."""
+    st = None
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        pass
+    if st is not None and stat.S_ISLNK(st.st_mode):
+        raise OSError(errno.ELOOP, "a symbolic link, never followed", path)
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise OSError(errno.EINVAL, f"{kind(st.st_mode)}, not a regular file", path)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+                 | (os.O_APPEND if append else 0), mode)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, f"{kind(st.st_mode)}, not a regular file", path)
+        if not append:
+            os.ftruncate(fd, 0)
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd

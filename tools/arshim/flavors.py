@@ -6,6 +6,7 @@ import shutil
 import subprocess
 
 from . import ToolError
+from .text import escape
 
 FLAVORS = ("mpich", "openmpi")
 # What each library serves (docs/install.md "Other MPI builds").
@@ -56,15 +57,15 @@ def program_flavor(word):
     mpi4py's."""
     program = resolve_program(word)
     if program is None:
-        raise ToolError(f"{word}: program not found; pass --mpi mpich|openmpi")
+        raise ToolError(f"{escape(word)}: program not found; pass --mpi mpich|openmpi")
     if os.path.basename(program).startswith("python"):
         flavor = python_mpi_flavor(program)
         if flavor:
             return flavor
-        raise ToolError(f"{program}: cannot tell which MPI its mpi4py uses; pass --mpi mpich|openmpi")
+        raise ToolError(f"{escape(program)}: cannot tell which MPI its mpi4py uses; pass --mpi mpich|openmpi")
     flavor = flavor_of_libraries(ldd(program))
     if flavor is None:
-        raise ToolError(f"{program} is linked to neither MPICH nor Open MPI (ldd shows no libmpich/libmpi); "
+        raise ToolError(f"{escape(program)} is linked to neither MPICH nor Open MPI (ldd shows no libmpich/libmpi); "
                         "pass --mpi mpich|openmpi if it loads MPI at run time")
     return flavor
 

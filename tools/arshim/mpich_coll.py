@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 
-from . import ToolError, files, launchers
+from . import ToolError, files, launchers, options
 from .flavors import FLAVORS
 from .text import escape
 
@@ -48,6 +48,9 @@ DEFAULT_TIMEOUT = "240"
 LOG_LIMIT = 64 << 20     # a run's log is judged on its first 64 MiB (a test that prints more has failed anyway)
 SOURCE_LIMIT = 16 << 20  # testlist.in, a test's source, version.m4
 WAIT_AFTER_TERM = 120    # seconds a stopped run gets to end (mpirun.sh's `timeout -k 10` kills it well before)
+LIBRARY_LIMIT = 1 << 30  # a library copied into the work directory
+MAX_NP = 1024            # --max-np
+MAX_TIMEOUT_S = 7 * 86400
 
 # The subset of test/mpi/configure's mpitestconf.h that the harness and these tests read (Linux, gcc, x86-64).
 MPITESTCONF_H = """\
@@ -137,7 +140,7 @@ def split_list(text, allowed, option, what):
         if not item:
             continue
         if item not in allowed:
-            raise CheckError(f"unknown {what} '{item}' (allowed: {', '.join(allowed)})")
+            raise CheckError(f"{option}: unknown {what} '{escape(item, 120)}' (allowed: {', '.join(allowed)})")
         if item not in items:
             items.append(item)
     if not items:
@@ -145,10 +148,34 @@ def split_list(text, allowed, option, what):
     return items
 
 
-def positive_int(option, text, what):
-    if not re.fullmatch(r"[1-9][0-9]*", text or ""):
-        raise CheckError(f"{option} wants a positive {what}, got '{text}'")
+def positive_int(option, text, what, limit):
+    if not re.fullmatch(r"[1-9][0-9]{0,9}", text or "") or int(text) > limit:
+        raise CheckError(f"{option} wants a positive {what} of at most {limit}, got '{escape(text, 120)}'")
     return int(text)
+
+
+def check_tests(text):
+    """--tests: names of test programs (allred, allred2.c), checked before anything is unpacked or built; whether
+    the suite has them is found out once it is there (select_programs)."""
+    if text is None:
+        return None
+    for name in (t.strip() for t in text.split(",")):
+        if name and not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_+-]*(\.c)?", name):
+            raise CheckError(f"--tests: '{escape(name, 120)}' is no test program name of test/mpi/coll (allowed: "
+                             "letters, digits, _, + and -, e.g. allred,allred2)")
+    return text
+
+
+def check_workdir(path):
+    """--workdir before anything is created: an existing directory (or a symbolic link to one), or a name to create
+    in one."""
+    if path is None:
+        return
+    if os.path.lexists(path) and not os.path.isdir(path):
+        kind = "a symbolic link" if os.path.islink(path) else "a regular file" if os.path.isfile(path) else \
+            files.kind(os.lstat(path).st_mode)
+        raise CheckError(f"--workdir {escape(path)}: {kind}, not a directory (allowed: a directory, or a name to "
+                         "create one)")
 
 
 def setting(text):
@@ -541,7 +568,7 @@ def download_source(workdir):
         return tarball
     say(f"MPICH source: apt-get source --download-only mpich (into {download})")
     apt_log = os.path.join(download, "apt.log")
-    with open(apt_log, "wb") as log:
+    with os.fdopen(files.open_output(apt_log), "wb") as log:
         done = subprocess.run(["apt-get", "source", "--download-only", "mpich"], cwd=download,
                               stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
     if done.returncode != 0:
@@ -624,7 +651,7 @@ def up_to_date(target, deps):
 
 def compile_into(command, build_log):
     """Runs a compiler command with its output appended to the build log (after the command): success."""
-    with open(build_log, "a") as log:
+    with os.fdopen(files.open_output(build_log, append=True), "a") as log:
         log.write("+ " + " ".join(command) + "\n")
         log.flush()
         return subprocess.run(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT).returncode == 0
@@ -648,7 +675,7 @@ def build_flavor(flavor, tdir, programs, workdir, conf_h):
     bdir = os.path.join(workdir, "build", flavor)
     os.makedirs(bdir, exist_ok=True)
     build_log = os.path.join(bdir, "build.log")
-    open(build_log, "w").close()
+    os.close(files.open_output(build_log))
     cflags = ["-O2", "-g", f"-I{os.path.dirname(conf_h)}", f"-I{tdir}/include", f"-I{tdir}/dtpools/include"]
     mpicc = f"mpicc.{flavor}"
     started = time.monotonic()
@@ -745,9 +772,9 @@ class Runner:
 
     def execute(self, command, flavor, program, log_path):
         """Runs one command line, its output into the log: (exit status as the shell shows it, timed out)."""
-        with open(log_path, "w") as log:
+        with os.fdopen(files.open_output(log_path), "w") as log:
             log.write(f"# {shlex.join(command)} \n")
-        with open(log_path, "ab") as log:
+        with os.fdopen(files.open_output(log_path, append=True), "ab") as log:
             self.current = subprocess.Popen(command, cwd=os.path.join(self.workdir, "build", flavor), env=self.env,
                                             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
         timed_out = False
@@ -755,7 +782,7 @@ class Runner:
             rc = self.current.wait(timeout=self.opts.timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
-            with open(log_path, "a") as log:
+            with os.fdopen(files.open_output(log_path, append=True), "a") as log:
                 log.write(f"### {PROG}: no end after {self.opts.timeout} s; stopping the run\n")
                 if self.opts.backtraces and shutil.which("gdb"):
                     log.write(dump_stacks(self.current.pid, program))
@@ -859,8 +886,8 @@ Examples:
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(prog=PROG, description=DESCRIPTION, epilog=EPILOG,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = options.Parser(prog=PROG, description=DESCRIPTION, epilog=EPILOG,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
     source = parser.add_argument_group("source")
     source.add_argument("--source", type=nonempty, metavar="PATH",
                         help="an extracted MPICH source tree (or its test/mpi directory), a directory holding the "
@@ -905,9 +932,13 @@ def build_parser():
 
 def validate(opts):
     """Checks and completes the options (CheckError on a bad one), before anything is created."""
-    opts.max_np = positive_int("--max-np", opts.max_np, "integer")
+    opts.max_np = positive_int("--max-np", opts.max_np, "integer", MAX_NP)
     timeout = opts.timeout if opts.timeout is not None else os.environ.get("ARSHIM_TEST_TIMEOUT") or DEFAULT_TIMEOUT
-    opts.timeout = positive_int("--timeout", timeout, "number of seconds")
+    opts.timeout = positive_int("--timeout", timeout, "number of seconds", MAX_TIMEOUT_S)
+    opts.tests = check_tests(opts.tests)
+    check_workdir(opts.workdir)
+    if opts.source and not os.path.exists(opts.source):
+        raise CheckError(f"--source {escape(opts.source)}: no such file or directory")
     opts.flavors = split_list(opts.flavors, FLAVORS, "--flavors", "flavor")
     opts.configs = split_list(opts.configs, CONFIGS, "--configs", "configuration")
     if not opts.repo_root:
@@ -958,10 +989,9 @@ def snapshot(path, workdir):
     copy = os.path.join(workdir, "lib", os.path.basename(path))
     os.makedirs(os.path.dirname(copy), exist_ok=True)
     try:
-        shutil.copyfile(path, copy + ".tmp")
-        os.replace(copy + ".tmp", copy)
-    except OSError as e:
-        raise CheckError(f"cannot copy {path} into {os.path.dirname(copy)} ({e.strerror})") from None
+        files.write_file(copy, files.read_bounded(path, LIBRARY_LIMIT))
+    except ToolError as e:
+        raise CheckError(f"cannot copy {escape(path)} into {escape(os.path.dirname(copy))} ({e})") from None
     return copy
 
 
@@ -1050,6 +1080,10 @@ def main(argv=None):
         return check(opts, libs, yield_lib, workdir, state)
     except ToolError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # a log in the work directory that is no regular file (files.open_output), a full disk
+        print(f"{PROG}: error: {escape(e.filename or '')}: cannot write ({e.strerror})", file=sys.stderr)
+        state.keep = True
         return 2
     except KeyboardInterrupt:
         print()

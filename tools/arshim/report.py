@@ -14,9 +14,9 @@ import os
 import re
 import sys
 
-from . import ToolError, files, need, statslog
+from . import ToolError, files, need, options, statslog
 from .sizes import human_bytes, size_text as size_label
-from .text import escape, escape_strings, plot_text
+from .text import escape, escape_strings, one_line, plot_text
 
 SCHEMA = statslog.SCHEMA
 PATHS = ("native", "pipelined", "multileader", "sharp", "reproducible", "latency")
@@ -396,22 +396,31 @@ def import_pyplot():
     return plt
 
 
+def check_plot(out_path):
+    """--plot's name, before anything is read or drawn: a .png, .svg or .html file that files.write_file can write
+    (nothing, a regular file or a symbolic link at the name, which is replaced and never followed)."""
+    if os.path.splitext(out_path)[1].lower() not in (".png", ".svg", ".html"):
+        raise ReportError(f"--plot {escape(out_path)}: the file name must end in .png, .svg or .html")
+    files.check_output(out_path, "--plot")
+
+
 def plot(docs, names, out_path):
     ext = os.path.splitext(out_path)[1].lower()
-    if ext not in (".png", ".svg", ".html"):
-        raise ReportError(f"--plot {escape(out_path)}: the file name must end in .png, .svg or .html")
+    check_plot(out_path)
     plt = import_pyplot()
     try:
-        draw(plt, docs, names, out_path, ext)
-    except OSError as e:
-        raise ReportError(f"--plot {escape(out_path)}: cannot write ({e.strerror})") from None
+        # Drawn into memory, then written whole through files.write_file: matplotlib opening OUT by name would
+        # follow a symbolic link planted there and block on a FIFO.
+        files.write_file(out_path, draw(plt, docs, names, ext))
     except (ValueError, OverflowError) as e:  # matplotlib on numbers no run measures (1e300 us)
         raise ReportError(f"{', '.join(names)}: cannot plot ({escape(str(e), 120)})") from None
     finally:
         plt.close("all")
 
 
-def draw(plt, docs, names, out_path, ext):
+def draw(plt, docs, names, ext):
+    """The plot's file contents: PNG bytes, or SVG or HTML text."""
+    import io
     from matplotlib.ticker import FuncFormatter, LogLocator
 
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 8), sharex=True,
@@ -465,7 +474,6 @@ def draw(plt, docs, names, out_path, ext):
     bottom.set_xlim(lo - 0.6, hi + 0.6)
     fig.align_ylabels([top, bottom])
     if ext == ".html":
-        import io
         buffer = io.StringIO()
         fig.savefig(buffer, format="svg", bbox_inches="tight")
         text = io.StringIO()
@@ -478,10 +486,14 @@ def draw(plt, docs, names, out_path, ext):
                 "<style>body{font-family:sans-serif;margin:2em} pre{font-size:12px}</style></head><body>\n"
                 f"<h1>ARShim statistics: {html.escape(', '.join(os.path.basename(n) for n in names))}</h1>\n"
                 f"{buffer.getvalue()}\n<pre>{html.escape(text.getvalue())}</pre>\n</body></html>\n")
-        with open(out_path, "w") as f:
-            f.write(page)
-    else:
-        fig.savefig(out_path, dpi=120, bbox_inches="tight")
+        return page
+    if ext == ".svg":
+        buffer = io.StringIO()
+        fig.savefig(buffer, format="svg", bbox_inches="tight")
+        return buffer.getvalue()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=120, bbox_inches="tight")
+    return buffer.getvalue()
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -512,11 +524,12 @@ def run(args, names):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0],
-                                     epilog=__doc__.split("\n\n", 1)[1],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = options.Parser(prog=PROG, description=__doc__.split("\n\n")[0],
+                            epilog=__doc__.split("\n\n", 1)[1],
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("files", nargs="+", metavar="RUN.json", help="one log to print, two to compare")
-    parser.add_argument("--top", type=int, metavar="N", help="keep the first N rows of each table (default: all)")
+    parser.add_argument("--top", type=options.whole(1, 10 ** 9), metavar="N",
+                        help="keep the first N rows of each table (default: all)")
     parser.add_argument("--sort", choices=("time", "calls", "bytes"), default="time",
                         help="row order of the tables (default: time, largest first)")
     parser.add_argument("--section", action="append", choices=SECTIONS,
@@ -527,15 +540,15 @@ def main(argv=None):
                                                      "(.png, .svg, or .html with the tables)")
     parser.add_argument("--validate", action="store_true", help="check each file against the JSON schema and exit")
     args = parser.parse_args(argv)
-    if args.top is not None and args.top < 1:
-        parser.error("--top must be at least 1")
     names = [escape(path) for path in args.files]
     if hasattr(sys.stdout, "reconfigure"):  # a terminal that cannot show a character gets its escape
         sys.stdout.reconfigure(errors="backslashreplace")
     try:
+        if args.plot is not None:
+            check_plot(args.plot)  # before the logs are read and the plot drawn
         return run(args, names)
     except ToolError as e:
-        print(f"{PROG}: {e}", file=sys.stderr)
+        print(f"{PROG}: {one_line(e)}", file=sys.stderr)
     except BrokenPipeError:  # `arshim report run.json | head`: quietly, also when Python flushes stdout at exit
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

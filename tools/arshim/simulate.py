@@ -46,9 +46,10 @@ import sys
 import tempfile
 import time
 
-from . import ToolError, files
+from . import ToolError, files, options
 from .candidates import LATENCY_MAX_BYTES, candidate, candidate_names
 from .sizes import parse_size, size_text
+from .text import escape, one_line
 
 TOPOLOGIES = ("flat", "fat-tree", "torus")
 SELECTORS = ("mpich", "ompi")
@@ -62,6 +63,9 @@ COLUMNS = ("nodes", "ppn", "bytes", "config", "sim_us", "model_us", "bound_us")
 MAX_NODES = 1 << 16
 MAX_PPN = 1024
 MAX_CSV_BYTES = 64 << 20
+# The probe reduces doubles in an int count (tools/simulate/probe.c).
+MAX_SIZE = 8 << 30
+MAX_TIMEOUT_S = 7 * 86400
 CORE_SPEED = "10Gf"  # per core; SMPI's default smpi/host-speed makes host compute almost free (docs/scale.md)
 # Each rank's copy of the program needs its own static TLS block (ARShim's initial-exec thread_locals).
 TUNABLES = "glibc.rtld.optional_static_tls=2097152"
@@ -100,23 +104,29 @@ class SimulateError(ToolError):
     pass
 
 
+def quoted(text):
+    """A value the user gave, for a message: quoted and escaped (text.escape)."""
+    return f"'{escape(text, 120)}'"
+
+
 def positive_int(name, text, limit):
     try:
         value = int(text)
     except ValueError:
-        raise SimulateError(f"{name} {text!r}: not a whole number") from None
+        raise SimulateError(f"{name} {quoted(text)}: not a whole number from 1 to {limit}") from None
     if value < 1 or value > limit:
         raise SimulateError(f"{name} {value}: must be between 1 and {limit}")
     return value
 
 
-def positive_float(name, text):
+def positive_float(name, text, limit=math.inf):
     try:
         value = float(text)
     except ValueError:
-        raise SimulateError(f"{name} {text!r}: not a number") from None
-    if not math.isfinite(value) or value <= 0:
-        raise SimulateError(f"{name} {text}: must be a positive number")
+        raise SimulateError(f"{name} {quoted(text)}: not a number") from None
+    if not math.isfinite(value) or value <= 0 or value > limit:
+        raise SimulateError(f"{name} {escape(text, 120)}: must be a positive number"
+                            + (f" of at most {limit:g}" if limit != math.inf else ""))
     return value
 
 
@@ -162,7 +172,7 @@ def platform_xml(nodes, ppn, link_gbit, latency_us, topology, efficiency=1.0, lo
     goodput) with `latency_us` latency, in the given topology; messages within a host take a loopback link of
     `loopback_gbytes` GB/s and `loopback_latency_us` (default 20 GB/s, 0.2 us)."""
     if topology not in TOPOLOGIES:
-        raise SimulateError(f"--topology {topology!r}: unknown; allowed: {', '.join(TOPOLOGIES)}")
+        raise SimulateError(f"--topology {quoted(topology)}: unknown; allowed: {', '.join(TOPOLOGIES)}")
     if nodes < 1 or ppn < 1:
         raise SimulateError(f"{nodes} nodes x {ppn} ranks per node: both must be at least 1")
     if not (0 < efficiency <= 1):
@@ -283,23 +293,42 @@ def parse_sizes(text):
         try:
             sizes.append(parse_size(part))
         except ValueError as e:
-            raise SimulateError(f"--sizes: {e}") from None
-    if not sizes or any(s < 1 for s in sizes):
-        raise SimulateError("--sizes: give sizes of at least 1 byte, e.g. 8,64K,4M")
+            raise SimulateError(f"--sizes: {escape(str(e), 200)}") from None
+    if not sizes or any(s < 1 or s > MAX_SIZE for s in sizes):
+        raise SimulateError(f"--sizes {escape(text, 120)}: give sizes from 1 byte to {size_text(MAX_SIZE)}, e.g. "
+                            "8,64K,4M")
     return sizes
 
 
 def append_rows(path):
-    """The CSV opened to add rows, never through a symlink planted at its name (O_NOFOLLOW) and only when it is a
-    regular file (not a FIFO or a device that would block or swallow the rows)."""
+    """The CSV opened to add rows (files.open_output): never through a symlink planted at its name and only when it
+    is a regular file (not a FIFO or a device that would block or swallow the rows)."""
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = files.open_output(path, append=True)
     except OSError as e:
         raise SimulateError(f"{files.escape(path)}: cannot append ({e.strerror})") from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise SimulateError(f"{files.escape(path)}: not a regular file")
     return os.fdopen(fd, "a", newline="")
+
+
+def check_out(args):
+    """--out before anything runs: a new name in an existing directory, or with --resume a regular file (rows are
+    added to it, never through a symbolic link). What else is at the name (a file without --resume, a symbolic
+    link, a FIFO, a directory) is refused in one line."""
+    path = args.out
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        files.check_output(path, "--out")
+        return
+    except OSError as e:
+        raise SimulateError(f"--out {escape(path)}: cannot write ({e.strerror})") from None
+    if stat.S_ISREG(st.st_mode):
+        if not args.resume:
+            raise SimulateError(f"--out {escape(path)} exists: pass --resume to add to it, or another --out")
+        return
+    what = "a symbolic link" if stat.S_ISLNK(st.st_mode) else files.kind(st.st_mode)
+    raise SimulateError(f"--out {escape(path)}: {what}, not a regular file (the CSV is a new file, or with --resume "
+                        "a regular file rows are added to): give another --out")
 
 
 def parse_configs(text, policy=None, ppn=1, nodes=1):
@@ -319,12 +348,13 @@ def parse_configs(text, policy=None, ppn=1, nodes=1):
     allowed = CONFIGS + TUNED_CONFIGS + tuple(f"arshim-{n}-{s}" for n in names for s in SELECTORS)
     unknown = [c for c in configs if c not in allowed]
     if unknown or not configs:
-        raise SimulateError(f"--configs: unknown {', '.join(unknown) or '(none given)'} on {nodes} x {ppn}; allowed: "
+        raise SimulateError(f"--configs: unknown {escape(', '.join(unknown), 200) or '(none given)'} on {nodes} x "
+                            f"{ppn}; allowed: "
                             f"{', '.join(CONFIGS + TUNED_CONFIGS)}, candidates, candidates-mpich, candidates-ompi "
                             f"(this layout's: {', '.join(names)})")
     tuned = [c for c in configs if c in TUNED_CONFIGS]
     if tuned and not policy:
-        raise SimulateError(f"--configs {tuned[0]}: needs --policy FILE (a tuned table, e.g. from arshim tune)")
+        raise SimulateError(f"--configs {escape(tuned[0])}: needs --policy FILE (a tuned table, e.g. from arshim tune)")
     return list(dict.fromkeys(configs))
 
 
@@ -376,7 +406,8 @@ def read_done(path):
         raise SimulateError(f"--resume: {e}") from None
     rows = list(csv.reader(io.StringIO(text)))
     if not rows or tuple(rows[0]) != COLUMNS:
-        raise SimulateError(f"--resume: {path} is not a CSV of arshim simulate (its header is not {','.join(COLUMNS)})")
+        raise SimulateError(f"--resume: {escape(path)} is not a CSV of arshim simulate (its header is not "
+                            f"{','.join(COLUMNS)})")
     return {tuple(r[:4]) for r in rows[1:] if len(r) == len(COLUMNS)}
 
 
@@ -408,9 +439,9 @@ def run_probe(args, selector, with_arshim, settings, sizes, ranks, platform, hos
     try:
         done = run_group(command, workdir, env, args.timeout)
     except subprocess.TimeoutExpired:
-        raise SimulateError(f"{what}: the simulation took longer than --timeout {args.timeout} s") from None
+        raise SimulateError(f"{what}: the simulation took longer than --timeout {args.timeout:g} s") from None
     except OSError as e:
-        raise SimulateError(f"{args.smpirun}: cannot run ({e.strerror})") from None
+        raise SimulateError(f"{escape(args.smpirun)}: cannot run ({e.strerror})") from None
     times, served = {}, {}
     for line in done.stdout.splitlines():
         fields = line.split()
@@ -512,8 +543,8 @@ def model_rows(args, sizes, configs, platform):
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(prog="arshim simulate", description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = options.Parser(prog="arshim simulate", description=__doc__.split("\n\n")[0],
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nodes", required=True, help="simulated hosts")
     parser.add_argument("--ppn", default="1", help="ranks (and cores) per host (default 1)")
     parser.add_argument("--preset", help="platform values for the options not given: " + ", ".join(PRESETS))
@@ -534,7 +565,7 @@ def build_parser():
     parser.add_argument("--iterations", default="5", help="timed calls per size (default 5)")
     parser.add_argument("--out", default="simulate.csv", help="the CSV (default simulate.csv)")
     parser.add_argument("--resume", action="store_true", help="skip the rows already in --out")
-    parser.add_argument("--timeout", type=float, default=3600, help="seconds per simulation (default 3600)")
+    parser.add_argument("--timeout", default="3600", help="seconds per simulation (default 3600)")
     parser.add_argument("--smpirun", default=None, help="smpirun to use (default: the one on PATH)")
     parser.add_argument("--keep", action="store_true", help="keep the generated platform and hostfile")
     parser.add_argument("--probe-native", help=argparse.SUPPRESS)
@@ -548,14 +579,14 @@ def main(argv):
     try:
         return simulate(args)
     except ToolError as e:
-        print(f"arshim simulate: {e}", file=sys.stderr)
+        print(f"arshim simulate: {one_line(e)}", file=sys.stderr)
         return 2
 
 
 def platform_options(args):
     """The generated platform's values: the options given, else the --preset's, else the defaults."""
     if args.preset is not None and args.preset not in PRESETS:
-        raise SimulateError(f"--preset {args.preset!r}: unknown; allowed: {', '.join(PRESETS)}")
+        raise SimulateError(f"--preset {quoted(args.preset)}: unknown; allowed: {', '.join(PRESETS)}")
     preset = PRESETS.get(args.preset, {})
     value = {k: getattr(args, k) if getattr(args, k) is not None else preset.get(k, PLATFORM_DEFAULTS[k])
              for k in PLATFORM_DEFAULTS}
@@ -575,12 +606,13 @@ def check_cluster(args):
     args.nodes = positive_int("--nodes", args.nodes, MAX_NODES)
     args.ppn = positive_int("--ppn", args.ppn, MAX_PPN)
     args.iterations = positive_int("--iterations", args.iterations, 1 << 20)
+    args.timeout = positive_float("--timeout", args.timeout, MAX_TIMEOUT_S)
     platform_values = platform_options(args)
     if args.topology not in TOPOLOGIES:
-        raise SimulateError(f"--topology {args.topology!r}: unknown; allowed: {', '.join(TOPOLOGIES)}")
+        raise SimulateError(f"--topology {quoted(args.topology)}: unknown; allowed: {', '.join(TOPOLOGIES)}")
     smpirun = args.smpirun or shutil.which("smpirun")
     if not smpirun or not os.path.isfile(smpirun) or not os.access(smpirun, os.X_OK):
-        raise SimulateError(f"smpirun {'(' + args.smpirun + ') ' if args.smpirun else ''}not found: install "
+        raise SimulateError(f"smpirun {'(' + escape(args.smpirun) + ') ' if args.smpirun else ''}not found: install "
                             "SimGrid (Debian: apt-get install libsimgrid-dev) or name it with --smpirun")
     args.smpirun = smpirun
     if args.platform:
@@ -610,25 +642,30 @@ class SimulatedCluster:
         try:
             words = shlex.split(option_text)
         except ValueError as e:
-            raise SimulateError(f"--simulate {option_text!r}: {e}") from None
+            raise SimulateError(f"--simulate {quoted(option_text)}: {e}") from None
         allowed = {"--nodes", "--ppn", "--preset", "--link-gbit", "--latency-us", "--bandwidth-efficiency",
                    "--loopback-gbytes", "--loopback-latency-us", "--topology", "--platform", "--iterations",
                    "--timeout", "--smpirun"}
-        given = {w.split("=")[0] for w in words if w.startswith("-")}
+        given = {w.split("=")[0] for w in words if w.startswith("--")}  # not "-5", a value
         if given - allowed:
-            raise SimulateError(f"--simulate: {', '.join(sorted(given - allowed))} is not a cluster option; allowed: "
+            raise SimulateError(f"--simulate: {escape(', '.join(sorted(given - allowed)))} is not a cluster option; "
+                                "allowed: "
                                 + ", ".join(sorted(allowed)))
         if "--nodes" not in given:
-            raise SimulateError(f"--simulate {option_text!r}: give the cluster's --nodes (and --ppn), e.g. "
+            raise SimulateError(f"--simulate {quoted(option_text)}: give the cluster's --nodes (and --ppn), e.g. "
                                 "\"--nodes 2 --ppn 2 --preset rig\"")
         parser = build_parser()
         parser.exit_on_error = False
+
+        def error(message):  # what argparse reports itself even without exit_on_error: a SimulateError too
+            raise SimulateError(f"--simulate {quoted(option_text)}: {escape(message)}")
+        parser.error = error
         try:
             self.args, extra = parser.parse_known_args(words + [f"--probe-{k}={v}" for k, v in probes.items() if v])
         except argparse.ArgumentError as e:
-            raise SimulateError(f"--simulate {option_text!r}: {e}") from None
+            raise SimulateError(f"--simulate {quoted(option_text)}: {escape(str(e))}") from None
         if extra:
-            raise SimulateError(f"--simulate {option_text!r}: {' '.join(extra)!r} is not a cluster option")
+            raise SimulateError(f"--simulate {quoted(option_text)}: {quoted(' '.join(extra))} is not a cluster option")
         if smpirun and not self.args.smpirun:
             self.args.smpirun = smpirun
         self.values = check_cluster(self.args)
@@ -661,10 +698,11 @@ class SimulatedCluster:
 
 
 def simulate(args):
+    check_out(args)
     platform_values = check_cluster(args)
     link_gbit = platform_values["link_gbit"]
     if args.model_from not in ("auto", "platform", "policy"):
-        raise SimulateError(f"--model-from {args.model_from!r}: unknown; allowed: auto, platform, policy")
+        raise SimulateError(f"--model-from {quoted(args.model_from)}: unknown; allowed: auto, platform, policy")
     if args.model_from == "policy" and not args.policy:
         raise SimulateError("--model-from policy: needs --policy FILE")
     sizes = parse_sizes(args.sizes)
@@ -674,8 +712,6 @@ def simulate(args):
         if not os.path.isfile(args.policy):
             raise SimulateError(f"--policy {files.escape(args.policy)}: not a regular file")
     done = read_done(args.out) if args.resume else set()
-    if not args.resume and os.path.exists(args.out):
-        raise SimulateError(f"{args.out} exists: pass --resume to add to it, or another --out")
     todo = [(c, [s for s in config_sizes(c, sizes, args) if (str(args.nodes), str(args.ppn), str(s), c) not in done])
             for c in configs]
     todo = [(c, s) for c, s in todo if s]
@@ -684,11 +720,11 @@ def simulate(args):
     workdir = tempfile.mkdtemp(prefix="arshim-simulate.")
     try:
         platform, hostfile = write_platform(args, platform_values, workdir)
-        if not os.path.exists(args.out):
+        if not os.path.lexists(args.out):
             files.write_file(args.out, ",".join(COLUMNS) + "\n")
         skipped = sum(len(config_sizes(c, sizes, args)) for c in configs) - sum(len(s) for _, s in todo)
         print(f"arshim simulate: {args.nodes} nodes x {args.ppn} ppn, {len(todo)} simulations to run"
-              + (f", {skipped} rows already in {args.out}" if skipped else "")
+              + (f", {skipped} rows already in {escape(args.out)}" if skipped else "")
               + (f"; model_us from {model_where}" if todo else ""), file=sys.stderr)
         for index, (config, these_sizes) in enumerate(todo, 1):
             started = time.monotonic()

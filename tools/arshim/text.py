@@ -46,3 +46,15 @@ def plot_text(text):
     """Text for a matplotlib label or title, already escape()d: a "$" would start mathtext, which fails to parse
     (an exception at draw time) or renders something else than the log said."""
     return text.replace("$", "\\$")
+
+
+def one_line(message, limit=4000):
+    """A message composed elsewhere, as one printable line: every character escape() would escape but the backslash
+    (parts already escape()d keep their single backslashes). The last guard before an error line reaches the
+    terminal, for messages that quote what the user or a file gave."""
+    text = message if isinstance(message, str) else str(message)
+    if len(text) > limit:
+        text = text[:limit] + "..."
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else escape_char(c) for c in text)

@@ -32,10 +32,11 @@ import subprocess
 import sys
 import time
 
-from . import ToolError, files, launchers, simulate, statslog
+from . import ToolError, files, launchers, options, simulate, statslog
 from .candidates import candidates
 from .flavors import launcher_flavor
-from .sizes import parse_size, size_text
+from .sizes import size_text
+from .text import escape
 
 SIZES_COARSE = [8, 128, 2048, 16 << 10, 128 << 10, 1 << 20, 8 << 20, 64 << 20]
 # A win on calls shorter than this (the library's median, microseconds) is measured again in a launch of its own
@@ -43,6 +44,11 @@ SIZES_COARSE = [8, 128, 2048, 16 << 10, 128 << 10, 1 << 20, 8 << 20, 64 << 20]
 # second launch costs little there.
 CONFIRM_BELOW_US = 1000.0
 MAX_INPUT_BYTES = 64 << 20  # state files and statistics logs read by the tuner
+# --max: the probe reduces floats in an int count (tools/tune/tune_probe.c); SIZES_COARSE starts at 8 bytes.
+SMALLEST_MAX, LARGEST_MAX = 8, 8 << 30
+MAX_BUDGET_S = 30 * 86400
+# The files arshim tune writes beside --out: its state (--resume) and the measurements handed to arshim-policy.
+STATE_SUFFIXES = (".state.json", ".samples.json")
 
 
 class TuneError(ToolError):
@@ -59,13 +65,18 @@ def read_json(path, what):
 
 
 def parse_duration(text):
+    """--budget: seconds, or a number with s, m or h; above 0 and at most MAX_BUDGET_S."""
     units = {"s": 1, "m": 60, "h": 3600}
     t = text.strip().lower()
-    if t and t[-1] in units and t[:-1].replace(".", "", 1).isdigit():
-        return float(t[:-1]) * units[t[-1]]
-    if t.replace(".", "", 1).isdigit():
-        return float(t)
-    raise TuneError(f"--budget {text}: write seconds or minutes, e.g. 300, 90s, 5m")
+    value = None
+    if t and t[-1] in units and t[:-1].replace(".", "", 1).isdigit() and t[:-1].isascii():
+        value = float(t[:-1]) * units[t[-1]]
+    elif t.replace(".", "", 1).isdigit() and t.isascii():
+        value = float(t)
+    if value is None or not 0 < value <= MAX_BUDGET_S:
+        raise TuneError(f"--budget {escape(text, 120)}: write a time above 0 and at most 30 days in seconds, minutes "
+                        "or hours, e.g. 300, 90s, 5m, 2h")
+    return value
 
 
 class Tuner:
@@ -77,8 +88,9 @@ class Tuner:
             self.state = read_json(self.state_file, "--resume:")
             if not isinstance(self.state, dict) or not isinstance(self.state.get("measurements"), list) or \
                     not isinstance(self.state.get("runs_done"), list) or self.state.get("flavor") != args.mpi:
-                raise TuneError(f"--resume: {self.state_file}: not a state file of arshim tune for {args.mpi}")
-            print(f"arshim tune: resuming: {len(self.state['measurements'])} measurements from {self.state_file}",
+                raise TuneError(f"--resume: {escape(self.state_file)}: not a state file of arshim tune for {args.mpi}")
+            print(f"arshim tune: resuming: {len(self.state['measurements'])} measurements from "
+                  f"{escape(self.state_file)}",
                   file=sys.stderr)
         self.started = time.monotonic()
         self.run_seconds = []
@@ -300,9 +312,10 @@ class Tuner:
         for line in p.stderr.strip().splitlines():
             print(line, file=sys.stderr)
         files.write_file(self.args.out, p.stdout)
-        print(f"arshim tune: wrote {self.args.out} in {self.elapsed():.0f} s. Use it with ARSHIM_POLICY={self.args.out} "
+        out = escape(self.args.out)
+        print(f"arshim tune: wrote {out} in {self.elapsed():.0f} s. Use it with ARSHIM_POLICY={out} "
               "ARSHIM_POLICY_MODE=prepend (the built-in rules keep deciding the layouts it does not cover); "
-              f"`arshim policy explain --policy {self.args.out} --bytes N --ppn P --nodes H` shows its predictions",
+              f"`arshim policy explain --policy {out} --bytes N --ppn P --nodes H` shows its predictions",
               file=sys.stderr)
 
     def command_text(self):
@@ -347,6 +360,18 @@ class Tuner:
         return [s for s in sizes if 8 <= s <= self.args.max]
 
 
+def check_outputs(args):
+    """--out and the files beside it (OUT.state.json, OUT.samples.json), before anything is measured: names
+    files.write_file can write (a directory, FIFO or device there is refused; a symbolic link is replaced, never
+    followed). With --resume the state file is read first (it must be a regular file)."""
+    files.check_output(args.out, "--out")
+    for suffix in STATE_SUFFIXES:
+        path = args.out + suffix
+        problem = files.output_problem(path)
+        if problem:
+            raise TuneError(f"--out {escape(args.out)}: its {suffix[1:]} file {escape(path)}: {problem}")
+
+
 def valid_plan(refine, shapes):
     """Whether a state file's refine plan is one this run can follow: every shape of the layout, whole sizes
     (a state file is input like any other)."""
@@ -365,10 +390,12 @@ def cpu_isa():
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="arshim tune", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", default="tuned.toml", help="the tuned table (default tuned.toml)")
+    parser = options.Parser(prog="arshim tune", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default="tuned.toml", help="the tuned table (default tuned.toml); arshim tune also "
+                        "writes OUT.state.json and OUT.samples.json beside it")
     parser.add_argument("--budget", default="5m", help="time budget, e.g. 300, 90s, 5m (default 5m)")
-    parser.add_argument("--max", default="64M", help="largest message size measured (default 64M)")
+    parser.add_argument("--max", default="64M", type=options.size(SMALLEST_MAX, LARGEST_MAX),
+                        help="largest message size measured (default 64M; 8 to 8G)")
     parser.add_argument("--from-stats", help="an ARShim statistics log (ARSHIM_STATS) whose sizes to measure too")
     parser.add_argument("--resume", action="store_true", help="continue from OUT.state.json")
     parser.add_argument("--mpi", choices=["mpich", "openmpi"], help="MPI flavor (default: from the launcher)")
@@ -377,8 +404,10 @@ def main(argv=None):
     parser.add_argument("--simulate", metavar="CLUSTER", help="tune on a cluster simulated with SimGrid's SMPI instead "
                         "of a launch: arshim simulate's cluster options, e.g. \"--nodes 2 --ppn 2 --preset rig\"; "
                         "--mpi picks SMPI's selector (docs/scale.md)")
-    parser.add_argument("--seconds-per-size", type=float, default=1.0, help=argparse.SUPPRESS)
-    parser.add_argument("--run-timeout", type=float, default=600, help=argparse.SUPPRESS)
+    parser.add_argument("--seconds-per-size", type=options.number(0, 3600, low_open=True), default=1.0,
+                        help=argparse.SUPPRESS)
+    parser.add_argument("--run-timeout", type=options.number(0, 7 * 86400, low_open=True), default=600,
+                        help=argparse.SUPPRESS)
     parser.add_argument("--arshim", required=True, help=argparse.SUPPRESS)
     parser.add_argument("--probe-mpich", help=argparse.SUPPRESS)
     parser.add_argument("--probe-openmpi", help=argparse.SUPPRESS)
@@ -395,16 +424,20 @@ def main(argv=None):
             raise TuneError("no launcher line: arshim tune [options] -- mpirun -n 4 (the tuner adds the program)")
         args.command = command
         args.budget = parse_duration(args.budget)
-        try:
-            args.max = parse_size(args.max)
-        except ValueError as e:
-            raise TuneError(str(e)) from None
+        check_outputs(args)
+        if args.wrap is not None:
+            try:
+                if not shlex.split(args.wrap):
+                    raise ValueError("no command")
+            except ValueError as e:
+                raise TuneError(f"--wrap {escape(args.wrap, 120)}: not a command prefix ({e}), e.g. "
+                                "'arshim cluster wrap --ppn 2 --'") from None
         if args.simulate is not None and args.mpi is None:
             raise TuneError("--simulate: pass --mpi mpich|openmpi (the SMPI selector whose allreduce is the library's)")
         if args.mpi is None:
             args.mpi = launcher_flavor(command[0])
             if args.mpi is None:
-                raise TuneError(f"{command[0]}: cannot tell which MPI it launches; pass --mpi mpich|openmpi")
+                raise TuneError(f"{escape(command[0])}: cannot tell which MPI it launches; pass --mpi mpich|openmpi")
         # The log is checked before anything is measured: a bad one found after minutes of measuring is no help.
         try:
             args.stats_log = statslog.load(args.from_stats) if args.from_stats else None

@@ -13,6 +13,7 @@ arshim package only (tools/arshim/; installed as bin/arshim-bench-kernels-report
 
 import argparse
 import csv
+import io
 import os
 import subprocess
 import sys
@@ -20,15 +21,21 @@ import tempfile
 from collections import defaultdict
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # tools/: the arshim package
+from arshim import ToolError, files, options  # noqa: E402
 from arshim.flavors import FLAVORS  # noqa: E402
 from arshim.sizes import size_text  # noqa: E402
+from arshim.text import escape  # noqa: E402
+
+PROG = "arshim bench kernels"
+MAX_BYTES = 1 << 30  # the kernel benchmark's largest buffer (three of them per process)
+MAX_CSV_BYTES = 64 << 20
 
 LEVELS = ["scalar", "avx2", "avx512", "neon", "sve"]  # narrowest first; the widest present is "ARShim"
 
 
 def run_flavor(exe, flavor, args, tmpdir):
     out = os.path.join(tmpdir, flavor + ".csv")
-    cmd = [exe, "--csv", out, "--min", args.min, "--max", args.max, "--reps", str(args.reps)]
+    cmd = [exe, "--csv", out, "--min", str(args.min), "--max", str(args.max), "--reps", str(args.reps)]
     if args.flush_cache:
         cmd.append("--flush-cache")
     if args.cpu_time:
@@ -39,15 +46,23 @@ def run_flavor(exe, flavor, args, tmpdir):
         env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
         env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     print("running", " ".join(cmd), file=sys.stderr)
-    subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
+    try:
+        done = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL)
+    except OSError as e:
+        raise ToolError(f"{escape(exe)}: cannot run ({e.strerror})") from None
+    if done.returncode != 0:
+        raise ToolError(f"{escape(exe)} exited with status {done.returncode}")
     return out
 
 
 def read_rows(paths):
     rows = []
     for path in paths:
-        with open(path, newline="") as f:
-            rows.extend(csv.DictReader(f))
+        try:
+            text = files.read_text(path, MAX_CSV_BYTES)
+        except files.InputError as e:
+            raise ToolError(f"--csv {e}") from None
+        rows.extend(csv.DictReader(io.StringIO(text, newline="")))
     return rows
 
 
@@ -56,7 +71,11 @@ def merge(rows):
     code, two processes): their mean is used; each library's number comes from its own program."""
     samples = defaultdict(lambda: defaultdict(list))
     for r in rows:
-        samples[(r["case"], int(r["bytes"]), r["cache"])][r["impl"]].append(float(r["gbps"]))
+        try:
+            samples[(r["case"], int(r["bytes"]), r["cache"])][r["impl"]].append(float(r["gbps"]))
+        except (KeyError, TypeError, ValueError):
+            raise ToolError("--csv: not a CSV of arshim-bench-kernels (columns case, bytes, cache, impl, gbps)") \
+                from None
     table = {}
     for key, impls in samples.items():
         table[key] = {impl: sum(v) / len(v) for impl, v in impls.items()}
@@ -89,7 +108,7 @@ def fmt(v):
         return "-"
     if isinstance(v, float):
         return f"{v:.2f}"
-    return str(v)
+    return escape(str(v))  # names read from --csv files
 
 
 def print_table(header, rows):
@@ -100,20 +119,32 @@ def print_table(header, rows):
         print("  ".join(c.rjust(w) for c, w in zip(r, widths)))
 
 
-def main():
+def main(argv=None):
+    try:
+        return report(argv)
+    except ToolError as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return 2
+
+
+def report(argv):
     here = os.path.dirname(os.path.abspath(__file__))
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = options.Parser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--csv", nargs="+", metavar="FILE", help="merge these CSVs instead of running the programs")
     p.add_argument("--mpich-exe", default=os.path.join(here, "arshim-bench-kernels-mpich"))
     p.add_argument("--openmpi-exe", default=os.path.join(here, "arshim-bench-kernels-openmpi"))
-    p.add_argument("--min", default="1K", help="smallest buffer (default 1K)")
-    p.add_argument("--max", default="256M", help="largest buffer (default 256M)")
-    p.add_argument("--reps", type=int, default=7, help="repetitions, the median is kept (default 7)")
+    p.add_argument("--min", default="1K", type=options.size(1, MAX_BYTES), help="smallest buffer (default 1K)")
+    p.add_argument("--max", default="256M", type=options.size(1, MAX_BYTES),
+                   help="largest buffer (default 256M; up to 1G)")
+    p.add_argument("--reps", type=options.whole(1, 1000), default=7,
+                   help="repetitions, the median is kept (default 7)")
     p.add_argument("--flush-cache", action="store_true", help="evict the buffers before each timed call")
     p.add_argument("--cpu-time", action="store_true",
                    help="time by the thread's CPU clock (a shared, busy machine)")
-    p.add_argument("--out", metavar="FILE", help="write the merged table as CSV")
-    args = p.parse_args()
+    p.add_argument("--out", metavar="FILE", type=options.output, help="write the merged table as CSV")
+    args = p.parse_args(argv)
+    if args.min > args.max:
+        p.error(f"--min {size_text(args.min)} --max {size_text(args.max)}: --min must be at most --max")
 
     with tempfile.TemporaryDirectory() as tmp:
         if args.csv:
@@ -131,12 +162,13 @@ def main():
         header, rows = build_report(merge(read_rows(paths)))
 
     print_table(header, rows)
-    if args.out:
-        with open(args.out, "w", newline="") as f:
-            w = csv.writer(f)
-            w.writerow(header)
-            for r in rows:
-                w.writerow(["" if v is None else (f"{v:.4f}" if isinstance(v, float) else v) for v in r])
+    if args.out:  # whole or nothing, never through a symbolic link at the name (files.write_file)
+        text = io.StringIO(newline="")
+        w = csv.writer(text)
+        w.writerow(header)
+        for r in rows:
+            w.writerow(["" if v is None else (f"{v:.4f}" if isinstance(v, float) else v) for v in r])
+        files.write_file(args.out, text.getvalue())
     return 0
 
 

@@ -11,6 +11,9 @@ UTS, mount and IPC namespaces joined by shaped veth links (docs/cluster.md).
 """
 
 
+from ..text import one_line
+
+
 class Failure(Exception):
     """Ends the command with one line on stderr and an exit status: `arshim-cluster: error: MESSAGE` (status 1 for a
     failure, 2 for bad usage), or the line as given (plain=True: SKIP lines, exit 77)."""
@@ -20,4 +23,4 @@ class Failure(Exception):
         self.status, self.plain = status, plain
 
     def line(self):
-        return f"arshim-cluster: {'' if self.plain else 'error: '}{self}"
+        return f"arshim-cluster: {'' if self.plain else 'error: '}{one_line(self)}"  # values quoted, escaped

@@ -1,6 +1,7 @@
 """The command line of `arshim cluster` (tools/cluster/arshim-cluster): its commands, options, messages and exit
 statuses (0 ok, 1 failure, 2 bad usage, 77 the rig cannot run here: a SKIP line with the reason)."""
 import os
+import re
 import signal
 import sys
 
@@ -10,6 +11,7 @@ from .jobs import Jobs
 from .system import System
 from ..flavors import FLAVORS
 from ..sizes import parse_size
+from ..text import one_line
 
 TOOLS_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
 
@@ -109,8 +111,16 @@ def count(option, value):
 def cmd_up(rig, args):
     o, _ = parse(args, ("--hosts", "--link", "--mtu", "--watch"),
                  unknown=lambda w: Failure(f"up: unknown option '{w}'", 2), dashdash=False)
+    hosts, link, mtu = o.get("--hosts", "2"), o.get("--link", "10gbit"), o.get("--mtu", "1500")
+    # The options before the prerequisites (which create and delete a probe namespace) and the lock.
+    plan.check_hosts(hosts)
+    plan.rate_of(link)
+    plan.check_mtu(mtu)
+    rc = rig.check_prereqs()
+    if rc:
+        return rc
     rig.take_lock()
-    return rig.up(o.get("--hosts", "2"), o.get("--link", "10gbit"), o.get("--mtu", "1500"), o.get("--watch"))
+    return rig.up(hosts, link, mtu, o.get("--watch"))
 
 
 def cmd_down(rig, args):
@@ -126,6 +136,11 @@ def cmd_shape(rig, args):
     o, _ = parse(args, ("--link", "--mtu"), unknown=lambda w: Failure(SHAPE_USAGE, 2), dashdash=False)
     if not o:
         raise Failure(SHAPE_USAGE, 2)
+    # Both values before either is applied (a bad --link after a new MTU would leave the rig half reshaped).
+    if "--link" in o:
+        plan.rate_of(o["--link"])
+    if "--mtu" in o:
+        plan.check_mtu(o["--mtu"])
     return rig.shape(o.get("--link"), o.get("--mtu"))
 
 
@@ -151,6 +166,18 @@ def cmd_run(rig, args):
         return 0
     if not rest:
         raise Failure("run: no program (arshim cluster run --hosts 2 --ppn 2 -- ./app)", 2)
+    # Every option before anything is brought up (a bad one found after `up` would cost the rig's start-up).
+    if "--hosts" in o:
+        plan.check_hosts(o["--hosts"])
+    if "--link" in o:
+        plan.rate_of(o["--link"])
+    if o.get("--mpi", FLAVORS[0]) not in FLAVORS:
+        raise Failure(f"unknown MPI flavor '{o['--mpi']}' (mpich, openmpi)", 2)
+    if "--timeout" in o:
+        count("--timeout", o["--timeout"])
+    for assignment in o.get("-x", []):
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(=.*)?", assignment, re.S):
+            raise Failure(f"-x '{assignment}': not VAR=VALUE (or VAR, this environment's value)", 2)
     rig.take_lock()
     return rig.run(rest, o.get("--hosts"), count("--ppn", o.get("--ppn", "1")), o.get("--link"), o.get("--mpi"),
                    o.get("native", False), o.get("--timeout"), o.get("-x", []), o.get("yield", True))
@@ -200,11 +227,7 @@ def dispatch(argv, system, environ, run_dir):
         return 0
     if command == "check":
         return rig.check_prereqs()
-    if command == "up":
-        rc = rig.check_prereqs()
-        if rc:
-            return rc
-    elif system.uid() != 0:
+    if command != "up" and system.uid() != 0:  # up checks its options, then every prerequisite (cmd_up)
         print("arshim-cluster: SKIP: the emulated cluster needs root (network namespaces); running as "
               f"{system.user()}", file=sys.stderr)
         return 77
@@ -228,7 +251,7 @@ def main(argv=None, system=None, environ=None, run_dir=plan.RUN_DIR):
         print(e.line(), file=sys.stderr)
         return e.status
     except OSError as e:  # a state file or log the rig cannot write (e.g. a symlink planted at its name)
-        print(f"arshim-cluster: error: {e.filename or ''}: {e.strerror}", file=sys.stderr)
+        print(f"arshim-cluster: error: {one_line(e.filename or '')}: {e.strerror}", file=sys.stderr)
         return 1
 
 

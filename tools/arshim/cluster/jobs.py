@@ -3,6 +3,7 @@ verify (the probe under each MPI, the plain-TCP references). The command lines c
 from verify.py; the rig itself (state, hosts, lock) from rig.py."""
 import os
 import shutil
+import tempfile
 
 from . import Failure
 from . import launch, plan, verify
@@ -34,10 +35,16 @@ class Jobs(Rig):
             return os.path.realpath(built)
         if not os.path.isfile(cached) or os.path.getmtime(source) > os.path.getmtime(cached):
             os.makedirs(os.path.dirname(cached), exist_ok=True)
-            tmp = f"{cached}.{os.getpid()}"
-            if self.system.run(compile_to(tmp), stdout=2) != 0:
-                raise Failure(why)
-            os.replace(tmp, cached)
+            # Compiled in a new directory of its own (the compiler opens its output by name, following a symbolic
+            # link), then renamed into place.
+            tmpdir = tempfile.mkdtemp(dir=os.path.dirname(cached))
+            try:
+                tmp = os.path.join(tmpdir, os.path.basename(cached))
+                if self.system.run(compile_to(tmp), stdout=2) != 0:
+                    raise Failure(why)
+                os.replace(tmp, cached)
+            finally:
+                shutil.rmtree(tmpdir, ignore_errors=True)
         return cached
 
     def finalize_helper(self):

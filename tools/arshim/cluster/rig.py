@@ -2,7 +2,7 @@
 State lives in the state directory (config, hosts file, anchor and reaper PIDs, the fake
 ssh's wrapper); everything that touches the machine goes through `system` (system.py), so these are unit-tested with
 a fake one. Files the rig writes as root are written whole or not at all and never through a symlink (files.py
-write_file, O_NOFOLLOW for logs)."""
+write_file; logs through files.open_output: O_NOFOLLOW, regular files only)."""
 import os
 import random
 import shutil
@@ -12,7 +12,7 @@ import time
 
 from . import Failure
 from . import plan, verify
-from ..files import InputError, read_text, write_file
+from ..files import InputError, open_output, read_text, write_file
 
 SKIP_TOOLS = ("ip", "tc", "nsenter", "unshare", "setsid", "flock", "timeout")
 
@@ -194,8 +194,7 @@ class Rig:
     # up, down
 
     def open_log(self, path, append=False):
-        mode = os.O_APPEND if append else os.O_TRUNC
-        return os.open(path, os.O_WRONLY | os.O_CREAT | mode | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        return open_output(path, append)  # a regular file only: never through a symlink, never blocking on a FIFO
 
     def start_anchor(self, i):
         """Host i's anchor, detached (a signal to the caller's process group does not take it down)."""

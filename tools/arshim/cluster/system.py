@@ -10,6 +10,8 @@ import signal
 import subprocess
 import time
 
+from ..files import open_output
+
 # Where a started command's output goes, besides a file descriptor.
 DEVNULL, PIPE = subprocess.DEVNULL, subprocess.PIPE
 
@@ -60,10 +62,11 @@ class System:
         time.sleep(seconds)
 
     def lock(self, path, wait_seconds, on_wait):
-        """flock on path (created if needed, never through a symlink), held until this process ends; the descriptor
-        is not inherited by children (a killed owner never leaves the lock held by an orphan). False on timeout."""
+        """flock on path (created if needed, never through a symlink, only a regular file), held until this process
+        ends; the descriptor is not inherited by children (a killed owner never leaves the lock held by an orphan).
+        False on timeout."""
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        fd = open_output(path, append=True)  # a regular file only: never through a symlink, never a FIFO
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return True
