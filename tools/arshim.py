@@ -50,7 +50,7 @@ def tools_dirs(installed=True):
 sys.path.insert(0, next((d for d in tools_dirs() if os.path.isfile(os.path.join(d, "arshim", "__init__.py"))), HERE))
 from arshim import ToolError, launchers, mpich_coll, options, report, simulate, tune  # noqa: E402
 from arshim.text import escape, one_line  # noqa: E402
-from arshim.flavors import FAMILY, FLAVORS, launcher_flavor, program_flavor  # noqa: E402
+from arshim.flavors import FAMILY, FLAVORS, LIBRARY_FLAVORS, launcher_flavor, program_flavor  # noqa: E402
 
 
 def library_dirs():
@@ -83,7 +83,7 @@ def find_library(flavor, explicit=None):
 def available_libraries():
     """flavor -> library path, for the flavors this installation or build has a library for."""
     found = {}
-    for flavor in FLAVORS:
+    for flavor in LIBRARY_FLAVORS:
         try:
             found[flavor] = find_library(flavor)
         except ToolError:
@@ -96,14 +96,19 @@ def cmd_run(args):
     if command and command[0] == "--":
         command = command[1:]
     if not command:
-        raise ToolError("nothing to run: arshim run [--mpi mpich|openmpi] -- mpirun|mpiexec|srun ... ./app")
+        raise ToolError("nothing to run: arshim run [--mpi mpich|openmpi|abi] -- mpirun|mpiexec|srun ... ./app")
     flavor = args.mpi or launchers.detect_flavor(command)
     library = find_library(flavor, args.lib)
     launcher = None if launchers.is_srun(command) else launcher_flavor(command[0])
-    if launcher and launcher != flavor:
+    if flavor == "abi":
+        # The standard ABI's program runs under the launcher of the MPI behind libmpi_abi.so.1 (MPICH 5: Hydra).
+        spelling = launcher or "mpich"
+    elif launcher and launcher != flavor:
         raise ToolError(f"{escape(command[0])} is the {launcher} launcher but the program uses {flavor}; use "
                         f"mpirun.{flavor}")
-    full = launchers.preloaded_command(command, flavor, library)
+    else:
+        spelling = flavor
+    full = launchers.preloaded_command(command, spelling, library)
     if args.verbose:
         print("arshim: " + " ".join(full), file=sys.stderr)
     try:
@@ -130,7 +135,7 @@ def cmd_lib(args):
 def version_text():
     lines = [f"arshim {VERSION if not VERSION.startswith('@') else '(source tree, version unknown)'}"]
     found = available_libraries()
-    for flavor in FLAVORS:
+    for flavor in LIBRARY_FLAVORS:
         where = found.get(flavor, "not built")
         lines.append(f"  {flavor:8} {where}  [{FAMILY[flavor]}]")
     return "\n".join(lines)
@@ -298,7 +303,8 @@ def main(argv=None):
                                 "  arshim run -- mpiexec -n 4 python3 train.py\n"
                                 "  arshim run -- srun -n 64 --mpi=pmix ./app",
                          formatter_class=argparse.RawDescriptionHelpFormatter)
-    run.add_argument("--mpi", choices=FLAVORS, help="MPI flavor of the program (default: detected)")
+    run.add_argument("--mpi", choices=LIBRARY_FLAVORS, help="MPI flavor of the program (default: detected; abi: the MPI "
+                     "standard ABI, libmpi_abi.so.1)")
     run.add_argument("--lib", help="path of the libarshim-<flavor>.so to preload (default: found next to arshim)")
     run.add_argument("-v", "--verbose", action="store_true", help="print the command line that is run")
     run.add_argument("command", nargs=argparse.REMAINDER, help="the launcher command line, after --")
@@ -314,7 +320,7 @@ def main(argv=None):
                                 "  srun --export=ALL,LD_PRELOAD=$(arshim lib ./app) ./app\n"
                                 "  horovodrun -np 4 --mpi-args=\"-x LD_PRELOAD=$(arshim lib python3)\" python3 train.py",
                          formatter_class=argparse.RawDescriptionHelpFormatter)
-    lib.add_argument("--mpi", choices=FLAVORS, help="MPI flavor (default: detected from PROGRAM)")
+    lib.add_argument("--mpi", choices=LIBRARY_FLAVORS, help="MPI flavor (default: detected from PROGRAM)")
     lib.add_argument("--lib", help=argparse.SUPPRESS)
     lib.add_argument("program", nargs="*", help="program whose MPI decides (a path, a name on PATH, or python3)")
     lib.set_defaults(func=cmd_lib)

@@ -169,10 +169,11 @@ void CommContext::compute_layout() {
         std::vector<int>().swap(world_ranks_);
     } else {
         // Collectively. ARSHIM_VIRTUAL_PPN=k (tests, emulation) makes every k consecutive world ranks one node.
+        // Otherwise the processes that share memory (node_ids_of: shim/base/node_key.h).
         const int64_t virtual_ppn = settings->virtual_ppn;
-        const int rc = virtual_ppn > 0
-                           ? comm_split_twice(comm, rt.world_rank / static_cast<int>(virtual_ppn), rank, &node_comm_)
-                           : comm_split_type_twice(comm, MPI_COMM_TYPE_SHARED, rank, &node_comm_);  // twice: mpi_util.h
+        const int color = virtual_ppn > 0 ? rt.world_rank / static_cast<int>(virtual_ppn)
+                                          : node_ids_of(comm)[static_cast<std::size_t>(rank)];
+        const int rc = comm_split_twice(comm, color, rank, &node_comm_);  // twice: mpi_util.h
         // Node id: the comm rank of the node's lowest rank (node-rank 0, the split is keyed by comm rank). When a
         // rank could not make the node communicator (no communicator id left; agreed), every rank is its own node:
         // the node paths then decline (one rank per node), identically on every rank.

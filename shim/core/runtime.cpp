@@ -18,6 +18,7 @@
 #include "policy/policy.h"
 #include "policy/text.h"
 #include "shim/core/context.h"
+#include "shim/base/flavor.h"
 #include "shim/base/guard.h"
 #include "shim/core/handshake.h"
 #include "shim/base/library_bugs.h"
@@ -266,6 +267,13 @@ void initialize(bool collective) {
         !trace_problem.empty())
         problems.push_back(trace_problem);
     rt->disabled = rt->config.flag(OptionId::disable);
+#if defined(ARSHIM_FLAVOR_ABI)
+    // The same library on every rank: every rank decides alike.
+    if (std::string why; !rt->disabled && !abi_version_matches(&why)) {
+        if (rt->world_rank == 0) log::warn("{}", why);
+        rt->disabled = true;
+    }
+#endif
 
     char version[MPI_MAX_LIBRARY_VERSION_STRING] = {};
     int length = 0;
@@ -376,12 +384,10 @@ void initialize(bool collective) {
 }  // namespace
 
 const char* mpi_flavor() {
-#if defined(ARSHIM_FLAVOR_OPENMPI)
-    return "openmpi";
-#elif defined(ARSHIM_FLAVOR_SMPI)
+#if defined(ARSHIM_FLAVOR_SMPI)
     return smpi_selector_flavor();
 #else
-    return "mpich";
+    return library_name(library());  // shim/base/flavor.h (libarshim-abi.so: the library behind the ABI)
 #endif
 }
 

@@ -4,25 +4,41 @@
 
 #include "policy/config.h"
 #include "shim/base/mpi_util.h"
+#include "shim/base/node_key.h"
 
 namespace arshim {
 
+std::vector<int> node_ids_of(MPI_Comm comm) {
+    int size = 0;
+    PMPI_Comm_size(comm, &size);
+    const NodeKey mine = node_key();
+    const unsigned long long sent[2] = {mine.high, mine.low};
+    std::vector<unsigned long long> keys(2 * static_cast<std::size_t>(size));
+    // Balanced (every pair sends as much as it receives): leaves the message parity of shim/base/mpi_util.h alone.
+    PMPI_Allgather(sent, 2, MPI_UNSIGNED_LONG_LONG, keys.data(), 2, MPI_UNSIGNED_LONG_LONG, comm);
+    std::vector<int> ids(static_cast<std::size_t>(size));
+    for (int r = 0; r < size; ++r) {
+        int lowest = r;
+        for (int q = 0; q < r; ++q)
+            if (keys[2 * static_cast<std::size_t>(q)] == keys[2 * static_cast<std::size_t>(r)] &&
+                keys[2 * static_cast<std::size_t>(q) + 1] == keys[2 * static_cast<std::size_t>(r) + 1]) {
+                lowest = q;
+                break;
+            }
+        ids[static_cast<std::size_t>(r)] = lowest;
+    }
+    return ids;
+}
+
 std::vector<int> probe_world_nodes(const Config& config, int world_rank, int world_size) {
+    (void)world_rank;
     std::vector<int> nodes(static_cast<std::size_t>(world_size), 0);
     const int64_t virtual_ppn = config.number(OptionId::virtual_ppn);
     if (virtual_ppn > 0) {
         for (int r = 0; r < world_size; ++r) nodes[static_cast<std::size_t>(r)] = r - r % static_cast<int>(virtual_ppn);
         return nodes;
     }
-    MPI_Comm node = MPI_COMM_NULL;
-    comm_split_type_twice(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank, &node);  // twice: shim/base/mpi_util.h
-    std::vector<int> lowest;
-    int mine = world_rank;
-    if (world_ranks_of(node, &lowest) && !lowest.empty()) mine = lowest.front();  // ordered by world rank (key)
-    PMPI_Comm_free(&node);
-    // Balanced (every pair sends as much as it receives): leaves the message parity of shim/base/mpi_util.h alone.
-    PMPI_Allgather(&mine, 1, MPI_INT, nodes.data(), 1, MPI_INT, MPI_COMM_WORLD);
-    return nodes;
+    return node_ids_of(MPI_COMM_WORLD);
 }
 
 bool world_ranks_of(MPI_Comm comm, std::vector<int>* world_ranks) {

@@ -10,9 +10,14 @@ namespace arshim {
 
 class Config;
 
-// Collective over MPI_COMM_WORLD: world rank -> node id (the lowest world rank of its node). Nodes are shared-memory
-// domains (MPI_Comm_split_type SHARED), or every ARSHIM_VIRTUAL_PPN consecutive world ranks (then no communication).
+// Collective over MPI_COMM_WORLD: world rank -> node id (the lowest world rank of its node). Nodes are the processes
+// that share a node's memory (shim/base/node_key.h: ARShim's own test, not the library's MPI_Comm_split_type, which
+// MPICH 5.0.2 got wrong), or every ARSHIM_VIRTUAL_PPN consecutive world ranks (then no communication).
 std::vector<int> probe_world_nodes(const Config& config, int world_rank, int world_size);
+
+// Collective over `comm` (one allgather of 16 bytes per rank): comm rank -> node id (the lowest comm rank of its
+// node), by node_key().
+std::vector<int> node_ids_of(MPI_Comm comm);
 
 // The world ranks of `comm`'s members, in comm rank order (local: group translation). False if a member is not in
 // MPI_COMM_WORLD (processes from MPI_Comm_spawn / connect): then every member sees one that is not, and all of them

@@ -7,6 +7,7 @@
 
 #include "policy/routing_words.h"
 #include "policy/config.h"
+#include "shim/base/flavor.h"
 #include "shim/base/log.h"
 #include "shim/base/mpi_types.h"
 #include "shim/base/mpi_util.h"
@@ -199,17 +200,13 @@ void report(const CallArgs& args, const Passed& mine, int rank, int size) {
 // MPICH's own allreduce. Open MPI's own 16-byte allreduce is faster than that path, so it keeps the library's
 // (docs/verify.md "The argument check"). Through the library too before the layout is known, or when the path
 // declines (on every rank alike: its decline depends only on agreed outcomes).
-#if defined(ARSHIM_FLAVOR_OPENMPI)
-constexpr bool kCheckThroughNodeMemory = false;
-#else
-constexpr bool kCheckThroughNodeMemory = true;
-#endif
+inline bool check_through_node_memory() { return library() != Library::openmpi; }  // shim/base/flavor.h
 
 int max_of_pair(long long* values, PathContext& ctx, bool laid_out) {
     static const policy::Decision kOneLeader = policy::decision_for(policy::Path::multileader);  // one leader
     // ppn_max, not node_size: the route must be the same on every rank, and a rank alone on its node (2 + 1 ranks)
     // still takes part in the node protocol (found by tools/checks/mpich_coll_tests.sh: it hung).
-    if (kCheckThroughNodeMemory && laid_out && ctx.ppn_max > 1) {
+    if (check_through_node_memory() && laid_out && ctx.ppn_max > 1) {
         const TypeInfo type = type_info(MPI_LONG_LONG);
         const kernels::KernelTable& kernels = kernels::active();
         const auto max = static_cast<std::size_t>(kernels::Op::max);

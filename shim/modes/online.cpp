@@ -9,6 +9,7 @@
 #include "arshim_config.h"
 #include "policy/rules.h"
 #include "policy/text.h"
+#include "shim/base/flavor.h"
 #include "shim/base/log.h"
 #include "shim/base/mpi_types.h"
 #include "shim/modes/cache_file.h"
@@ -91,11 +92,7 @@ policy::tune::KeyFacts key_facts(const PathContext& ctx, uint64_t bytes) {
     f.ppn_min = ctx.ppn_min;
     f.ppn_max = ctx.ppn_max;
     f.nodes = ctx.node_count;
-#if defined(ARSHIM_FLAVOR_OPENMPI)
-    f.flavor = policy::Flavor::openmpi;
-#else
-    f.flavor = policy::Flavor::mpich;
-#endif
+    f.flavor = library() == Library::openmpi ? policy::Flavor::openmpi : policy::Flavor::mpich;  // base/flavor.h
     return f;
 }
 
@@ -219,12 +216,7 @@ std::vector<Learned> learned() {
 namespace {
 
 cache::Origin this_origin(const std::string& library) {
-#if defined(ARSHIM_FLAVOR_OPENMPI)
-    const char* flavor = "openmpi";
-#else
-    const char* flavor = "mpich";
-#endif
-    return {flavor, printable(library, 100), ARSHIM_VERSION};
+    return {library_name(arshim::library()), printable(library, 100), ARSHIM_VERSION};
 }
 
 uint64_t cache_max_bytes(const Config& config) {

@@ -13,6 +13,7 @@
 
 #include "shim/base/log.h"
 #include "shim/base/mpi_util.h"
+#include "shim/base/node_key.h"
 #include "shim/paths/paths.h"
 #include "shim/paths/window_pool.h"
 #include "shim/stats/trace.h"
@@ -58,15 +59,12 @@ void set_chunk_limits(const PathContext& ctx, ShmState& state) {
 }  // namespace
 
 bool shares_memory(const PathContext& ctx, MPI_Comm comm, int size) {
+    (void)size;
     if (ctx.settings->virtual_ppn <= 0) return true;
-    MPI_Comm shared = MPI_COMM_NULL;
-    comm_split_type_twice(comm, MPI_COMM_TYPE_SHARED, 0, &shared);  // twice: shim/base/mpi_util.h
-    int shared_size = 0;
-    if (shared != MPI_COMM_NULL) {  // else it could not be made (no communicator id left): no window (agreed)
-        PMPI_Comm_size(shared, &shared_size);
-        PMPI_Comm_free(&shared);
-    }
-    return shared_size == size;
+    // Every rank of `comm` has the same node key (shim/base/node_key.h): one small allreduce.
+    const NodeKey key = node_key();
+    const long long values[2] = {static_cast<long long>(key.high), static_cast<long long>(key.low)};
+    return same_on_all_ranks(values, 2, comm);
 }
 
 ShmState* create_shm_state(PathContext& ctx, const ShmDomain& domain, std::size_t wanted_chunk) {

@@ -186,9 +186,9 @@ inline std::size_t call_chunk_bytes(const ShmState& state, uint64_t bytes) {
 // identical on all ranks). node_shm() is create_shm_state() for the node domain, kept in its context slot.
 ShmState* create_shm_state(PathContext& ctx, const ShmDomain& domain, std::size_t chunk);
 // Whether the `size` ranks of `comm` (a node's or socket's, as the layout says) really share memory: ARSHIM_VIRTUAL_PPN
-// can group ranks that do not. Without it, every domain is a node of MPI_COMM_TYPE_SHARED (the world's node map or the
-// context's own split) or a part of one, so the check (two splits: a cost worth paying only where the grouping may
-// be false) is made only under ARSHIM_VIRTUAL_PPN (docs/paths.md "Whether a node's ranks share memory").
+// can group ranks that do not. Without it, every domain is a node of ARShim's own node map (shim/base/node_key.h) or a
+// part of one, so the check (one allreduce: every rank has the same node key) is made only under ARSHIM_VIRTUAL_PPN
+// (docs/paths.md "Whether a node's ranks share memory").
 // Collective over `comm`; the caller agrees the outcome over the user's communicator.
 bool shares_memory(const PathContext& ctx, MPI_Comm comm, int size);
 // Frees what create_shm_state() made (collective over the domain: the window) and the state itself.

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <new>
 
+#include "shim/base/flavor.h"
 #include "shim/base/library_nb.h"
 #include "shim/paths/path_context.h"
 #include "shim/paths/paths.h"
@@ -23,16 +24,17 @@ constexpr uint32_t kMaxWindow = 64;
 // >= 64 KiB on >= 4 ranks get reduce-scatter + allgather. An in-place segment is therefore copied into a staging
 // slot (one per request in flight, kept by the communicator's context) and sent from there: a memcpy per segment
 // instead of a slower algorithm. MPICH's algorithm choice does not depend on MPI_IN_PLACE.
-#if defined(ARSHIM_FLAVOR_OPENMPI)
-constexpr bool kStageInPlace = true;
+#if defined(ARSHIM_FLAVOR_OPENMPI) || defined(ARSHIM_FLAVOR_ABI)
+// (libarshim-abi.so: only where the library behind the ABI is Open MPI, shim/base/flavor.h.)
+inline bool stage_in_place() { return library() == Library::openmpi; }
 constexpr int kLibnbcRingMinRanks = 4;
 #elif defined(ARSHIM_FLAVOR_SMPI)
 // SimGrid 3.32's MPI_Iallreduce gets in-place calls of 64 KiB or more wrong (any number of ranks, both selectors;
 // the blocking MPI_Allreduce is right): staged like Open MPI's, from 2 ranks.
-constexpr bool kStageInPlace = true;
+constexpr bool stage_in_place() { return true; }
 constexpr int kLibnbcRingMinRanks = 2;
 #else
-constexpr bool kStageInPlace = false;
+constexpr bool stage_in_place() { return false; }
 constexpr int kLibnbcRingMinRanks = 4;
 #endif
 constexpr uint64_t kLibnbcRingMinBytes = 64 * 1024;
@@ -92,7 +94,7 @@ PathOutcome serve_pipelined(const Call& call) {
     const std::size_t segment_bytes = per_segment * element;
     char* staging = nullptr;
     const uint64_t largest_segment_bytes = std::min(per_segment, count) * element;
-    if (kStageInPlace && in_place && call.ctx.size >= kLibnbcRingMinRanks &&
+    if (stage_in_place() && in_place && call.ctx.size >= kLibnbcRingMinRanks &&
         largest_segment_bytes >= kLibnbcRingMinBytes)
         staging = staging_area(call.ctx, segment_bytes * window);
     // Segment `segment` goes into request slot `slot`; a slot is reused only after its request completed, so its

@@ -26,12 +26,12 @@ case $flavor in
     for v in "${vars[@]}"; do args+=(-x "$v"); done
     exec timeout -k 10 "$timeout_s" mpirun.openmpi "${args[@]}" "$@"
     ;;
-  mpich)
+  mpich|abi)  # abi: a program of the MPI standard ABI, under the launcher of MPICH 5 (Hydra) behind it
     [[ -n $yield_lib ]] && preload+=("$yield_lib")
     args=(-n "$np")
     [[ ${#preload[@]} -gt 0 ]] && args+=(-genv LD_PRELOAD "$(IFS=:; echo "${preload[*]}")")
     for v in "${vars[@]}"; do args+=(-genv "${v%%=*}" "${v#*=}"); done
     exec timeout -k 10 "$timeout_s" mpirun.mpich "${args[@]}" "$@"
     ;;
-  *) echo "mpirun.sh: unknown MPI flavor '$flavor' (allowed: mpich, openmpi)" >&2; exit 2 ;;
+  *) echo "mpirun.sh: unknown MPI flavor '$flavor' (allowed: mpich, openmpi, abi)" >&2; exit 2 ;;
 esac

@@ -19,10 +19,12 @@ LDD = {
     "openmpi-5": "\tlibmpi.so.40 => /opt/openmpi-5.0.3/lib/libmpi.so.40 (0x00007f3a)\n" + LIBC,
     "hpcx": "\tlibmpi.so.40 => /opt/hpcx/ompi/lib/libmpi.so.40 (0x00007f3a)\n" + LIBC,
     "none": "\tlinux-vdso.so.1 (0x00007ffd)\n" + LIBC,
+    # MPICH 5.0.2 (Debian forky), a program built against mpi_abi_mpich/include and linked with -lmpi_abi.
+    "abi-mpich5": "\tlibmpi_abi.so.1 => /usr/lib/x86_64-linux-gnu/libmpi_abi.so.1 (0x00007fedb2200000)\n" + LIBC,
 }
 EXPECTED = {"mpich": "mpich", "openmpi": "openmpi", "intel": "mpich", "cray": "mpich", "cray-gnu": "mpich",
             "openmpi-fortran": "openmpi", "openmpi-f08": "openmpi", "openmpi-5": "openmpi", "hpcx": "openmpi",
-            "none": None}
+            "none": None, "abi-mpich5": "abi"}
 
 
 @pytest.mark.parametrize("case", sorted(LDD))
@@ -68,5 +70,5 @@ def test_launcher_flavor_follows_mpirun_to_its_target(launcher_dir):
 def test_program_flavor_of_a_missing_or_non_mpi_program(tmp_path):
     with pytest.raises(ToolError, match="program not found; pass --mpi"):
         program_flavor(str(tmp_path / "no-such-program"))
-    with pytest.raises(ToolError, match="linked to neither MPICH nor Open MPI"):
+    with pytest.raises(ToolError, match="linked to neither MPICH, Open MPI nor the MPI standard ABI"):
         program_flavor("/bin/true")

@@ -57,7 +57,13 @@ out=$(ARSHIM_LOG=info ARSHIM_INIT_TIMEOUT=5 "$arshim" run -v -- mpirun.openmpi -
   --max 64 : -n 1 -x LD_PRELOAD=libm.so.6 "$build/examples/allreduce_sweep-openmpi" --max 64 2>&1)
 expect "MPMD: ARShim's -x in the first section" "^arshim: mpirun.openmpi -x LD_PRELOAD=/[^ :]*libarshim-openmpi.so (-x ARSHIM_[A-Z_]+ )*-n 1 " "$out"
 expect "MPMD: user's -x LD_PRELOAD in the second, ARShim's library first" " : (-x ARSHIM_[A-Z_]+ )*-n 1 -x LD_PRELOAD=/[^ :]*libarshim-openmpi.so:libm.so.6 " "$out"
-expect "MPMD: both ranks load ARShim" "arshim\[0\] summary: [0-9]+ MPI_Allreduce calls on 2 ranks" "$out"
+# Debian 13's mpirun.openmpi (Open MPI 5.0.7, PRRTE 3.0.8, external PMIx) crashes on any MPMD command line, with or
+# without ARShim (open-mpi/ompi#13303): there the command line above is checked, the run is not.
+if timeout 60 mpirun.openmpi -n 1 /bin/true : -n 1 /bin/true >/dev/null 2>&1; then
+  expect "MPMD: both ranks load ARShim" "arshim\[0\] summary: [0-9]+ MPI_Allreduce calls on 2 ranks" "$out"
+else
+  echo "note: MPMD run not checked: mpirun.openmpi fails on MPMD command lines without ARShim (open-mpi/ompi#13303)"
+fi
 if grep -q "not loaded on ranks" <<<"$out"; then echo "FAIL: a rank without ARShim: $out"; fail=1; fi
 
 # srun without Slurm: a stand-in prints what it was given (test/slurm runs the real one).
@@ -83,7 +89,7 @@ if /usr/bin/python3 -c "import mpi4py" 2>/dev/null; then
 fi
 
 out=$("$arshim" run -- mpirun.mpich -n 1 /bin/true 2>&1); rc=$?
-expect "non-MPI program refused" "^arshim: /(usr/)?bin/true is linked to neither MPICH nor Open MPI" "$out"
+expect "non-MPI program refused" "^arshim: /(usr/)?bin/true is linked to neither MPICH, Open MPI nor the MPI standard ABI" "$out"
 [[ $rc -eq 2 && $(wc -l <<<"$out") -eq 1 ]] || { echo "FAIL: want exit 2 and one line, got $rc"; fail=1; }
 
 out=$("$arshim" run -- mpirun.openmpi -n 1 "$build/examples/allreduce_sweep-mpich" 2>&1); rc=$?

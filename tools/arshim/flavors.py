@@ -9,15 +9,21 @@ from . import ToolError
 from .text import escape
 
 FLAVORS = ("mpich", "openmpi")
+# The libraries: one per flavor, and libarshim-abi.so for programs linked to the MPI standard ABI (libmpi_abi.so.1),
+# whatever MPI implements it; its launcher is that MPI's.
+LIBRARY_FLAVORS = FLAVORS + ("abi",)
 # What each library serves (docs/install.md "Other MPI builds").
 FAMILY = {"mpich": "MPICH ABI: MPICH >= 3.x, Intel MPI, MVAPICH, Cray MPICH",
-          "openmpi": "Open MPI, the version it was built against (4.x or 5.x), HPC-X"}
+          "openmpi": "Open MPI, the version it was built against (4.x or 5.x), HPC-X",
+          "abi": "MPI standard ABI (libmpi_abi.so.1): MPICH >= 5.0, Open MPI >= 6.0"}
 
 
 def flavor_of_libraries(text):
     """MPI flavor from `ldd` output or a list of library names. MPICH ABI (soname version 12): MPICH's
     libmpich.so.12, Intel MPI's and MVAPICH's libmpi.so.12, Cray MPICH's libmpi_cray.so.12 / libmpi_gnu_123.so.12.
-    Open MPI (3.x-5.x): libmpi.so.40 and its Fortran libraries."""
+    Open MPI (3.x-5.x): libmpi.so.40 and its Fortran libraries. The MPI standard ABI: libmpi_abi.so.1 ("abi")."""
+    if re.search(r"libmpi_abi\w*\.so", text):
+        return "abi"
     if re.search(r"libmpich\w*\.so", text) or re.search(r"libmpi\w*\.so\.12\b", text):
         return "mpich"
     if re.search(r"libmpi(_mpifh|_usempif08|_usempi_ignore_tkr|_cxx)?\.so\.4\d", text) or "openmpi" in text:
@@ -65,8 +71,8 @@ def program_flavor(word):
         raise ToolError(f"{escape(program)}: cannot tell which MPI its mpi4py uses; pass --mpi mpich|openmpi")
     flavor = flavor_of_libraries(ldd(program))
     if flavor is None:
-        raise ToolError(f"{escape(program)} is linked to neither MPICH nor Open MPI (ldd shows no libmpich/libmpi); "
-                        "pass --mpi mpich|openmpi if it loads MPI at run time")
+        raise ToolError(f"{escape(program)} is linked to neither MPICH, Open MPI nor the MPI standard ABI (ldd shows no "
+                        "libmpich/libmpi/libmpi_abi); pass --mpi mpich|openmpi|abi if it loads MPI at run time")
     return flavor
 
 
