@@ -367,8 +367,13 @@ void remember(RouteCache& cache, const Key& key, const Routed& routed, stats::Ce
         if (!looked_up) ctx = erroneous(args) ? nullptr : CommContext::get(args.comm), looked_up = true;
         return ctx;
     };
-    // ARSHIM_CHECK_ARGS (and verify mode): all ranks passed the same arguments, or every rank returns an error.
-    if (rt.settings.check_args) {
+    // ARSHIM_CHECK_ARGS (and verify mode): all ranks passed the same arguments, or every rank returns an error. As
+    // this communicator's ranks agreed: when MPI_Init was not intercepted each rank read its own environment, and
+    // only the context's settings (agreed when it was built, at once then) are the same on every rank; a rank that
+    // checked alone would send the others a message they never receive (issue 56 item 3).
+    const bool check_args = rt.config_agreed ? rt.settings.check_args
+                                             : context() != nullptr && context()->settings->check_args;
+    if (check_args) {
         int rc = MPI_SUCCESS;
         if (!argcheck::agree(args, context(), context() != nullptr && context()->warm(), &rc)) return rc;
     }

@@ -295,7 +295,9 @@ void initialize(bool collective) {
         CommContext::create_keyval();
         start_statistics(*rt);
         g_phase_times_on = rt->config.flag(OptionId::phase_times);
-        if (rt->settings.check_args) stats::set_no_replay();
+        // Checked calls are never replayed. With settings read locally (MPI_Init not intercepted) whether a call is
+        // checked is its communicator's agreed setting, which the replay would not consult: no replay either.
+        if (rt->settings.check_args || !rt->config_agreed) stats::set_no_replay();
 
         // Policy: rank 0 reads the file and broadcasts its text; every rank parses the identical text.
         const std::string& policy_path = rt->config.text(OptionId::policy);
