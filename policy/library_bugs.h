@@ -37,7 +37,17 @@ struct LibraryBug {
 
 const std::vector<LibraryBug>& library_bugs();
 
-// Whether `bug` affects this library and version.
+// The releases of each library this project has measured (test/kernels/test_kernels_mpi.cpp run natively against
+// each), oldest first.
+const std::vector<LibraryVersion>& measured_releases();
+
+// The newest release of `version`'s library that was measured, when `version` is newer than every measured one
+// (then the entries still wrong in that release are assumed to hold for it too, until it is measured itself);
+// otherwise nullptr.
+const LibraryVersion* newer_than_measured(const LibraryVersion& version);
+
+// Whether `bug` affects this library and version: a version in the entry's range, or a version newer than every
+// measured release while the entry covers the newest measured one.
 bool affects(const LibraryBug& bug, const LibraryVersion& version);
 
 // The datatype names of an entry, one by one.

@@ -379,6 +379,11 @@ void initialize(bool collective) {
         if (rt->avoid_library_bugs)
             log::info("known wrong reductions of {} computed with ARShim's kernels instead: {} (docs/library-bugs.md)",
                       rt->mpi_version, rt->library_bugs);
+        const policy::LibraryVersion version = policy::parse_library_version(rt->mpi_version_full);
+        if (const policy::LibraryVersion* newest = policy::newer_than_measured(version))
+            log::info("{} {} is newer than any release measured ({}): the wrong reductions known in {} are routed "
+                      "around until it is measured itself (docs/library-bugs.md)",
+                      version.library, version.text(), newest->text(), newest->text());
     }
     g_runtime.store(rt, std::memory_order_release);
 }

@@ -41,7 +41,30 @@ TEST_CASE("Entries match only the affected library and versions", "[library_bugs
           std::set<std::string>{"ompi-8045-avx-small-int-sum", "ompi-avx-offset-minmax"});
     CHECK(active("Open MPI v4.1.1, package: x").count("ompi-10525-unsigned-long-minmax") == 0);  // before it
     CHECK(active("Open MPI v4.0.7, package: x").empty());  // no op/avx before 4.1
-    CHECK(active("Open MPI v5.0.0, package: x").empty());
+    // Open MPI 5.0.7, measured (Debian 13): the small-integer SUM and MPI_OFFSET MIN/MAX, not #10525.
+    const std::set<std::string> ompi5{"ompi-8045-avx-small-int-sum", "ompi-avx-offset-minmax"};
+    CHECK(active("Open MPI v5.0.7, package: Debian OpenMPI") == ompi5);
+    CHECK(active("Open MPI v5.0.3, package: x") == ompi5);  // between measured releases: in the entries' ranges
+    // Newer than any measured release: the newest measured release's entries, until measured.
+    CHECK(active("Open MPI v5.0.8, package: x") == ompi5);
+    CHECK(active("Open MPI v6.0.0rc1, package: x") == ompi5);
+    // MPICH 4.2.1 (Debian 13) and 5.0.2 (forky) measured right; a newer MPICH keeps 5.0.2's (none).
+    CHECK(active("MPICH Version:\t4.2.1").empty());
+    CHECK(active("MPICH Version:\t5.0.2").empty());
+    CHECK(active("MPICH Version:\t5.1.0").empty());
+}
+
+TEST_CASE("A release newer than every measured one is named, with the newest measured", "[library_bugs]") {
+    const auto newer = [](const char* text) {
+        const LibraryVersion* newest = newer_than_measured(parse_library_version(text));
+        return newest ? newest->text() : std::string("-");
+    };
+    CHECK(newer("Open MPI v5.0.8, package: x") == "5.0.7");
+    CHECK(newer("Open MPI v5.0.7, package: x") == "-");
+    CHECK(newer("Open MPI v4.1.6, package: x") == "-");  // older than the newest measured
+    CHECK(newer("MPICH Version:\t5.0.3") == "5.0.2");
+    CHECK(newer("MPICH Version:\t4.2.1") == "-");
+    CHECK(newer("Intel(R) MPI Library 2021.6") == "-");  // unrecognized: nothing assumed
 }
 
 TEST_CASE("Every entry is well formed", "[library_bugs]") {
