@@ -81,6 +81,16 @@ inline constexpr const char* kTypeNames[] = {
 static_assert(std::size(kTypeNames) == kTypeCount, "one name per type");
 constexpr const char* type_name(Type type) { return name_of(kTypeNames, type); }
 constexpr bool is_complex(Type type) { return type == Type::c32 || type == Type::c64 || type == Type::c80; }
+// IEEE floating-point values (alone, in a complex number or as a MINLOC/MAXLOC pair's value): signed zeros and NaNs,
+// whose MIN/MAX results depend on the operand order.
+constexpr bool has_floating_values(Type type) {
+    switch (type) {
+    case Type::f32: case Type::f64: case Type::f80: case Type::c32: case Type::c64: case Type::c80:
+    case Type::float_int: case Type::double_int: case Type::long_double_int: case Type::float_float:
+    case Type::double_double: return true;
+    default: return false;
+    }
+}
 
 // ---- datatype classes: the coarse class the policy keys on; `derived` only in the statistics -------------------
 

@@ -225,6 +225,7 @@ Routed route_call(const CallArgs& args, const Key& key, CachedRoute& cached, Res
     traits.op = cls.kop;
     traits.bytes = r.bytes;
     traits.complex_type = cls.type.predefined && vocab::is_complex(cls.type.type);
+    traits.floating_values = cls.type.predefined && vocab::has_floating_values(cls.type.type);
     if (cls.user_op && !ctx->inter && ctx->size > 1 && args.count != 0 && cls.type.predefined) {
         int commute = 0;
         PMPI_Op_commutative(args.op, &commute);

@@ -32,6 +32,7 @@ struct Traits {
     uint64_t bytes = 0;
     bool library_bug = false;      // the library computes this (datatype, op) wrong: its reductions use ARShim's op
     bool complex_type = false;     // a predefined complex type (its PROD's formula differs between implementations)
+    bool floating_values = false;  // IEEE values (vocab::has_floating_values): signed zeros and NaNs
 };
 
 // Why a call must go to the library whatever the policy says, in the order docs/architecture.md gives (communicator,
@@ -63,14 +64,27 @@ constexpr bool in_rank_order(const Traits& t, const Settings& s) {
            (t.op == kernels::Op::sum || t.op == kernels::Op::prod);
 }
 
-// A floating-point SUM or PROD: its bits depend on the order of the reduction, which differs between paths. Except on
-// a communicator of two ranks: a sum or product of two values has the same bits in either order (IEEE 754 addition and
-// multiplication are commutative), so every route, the library's included, gives the same bits there, apart from which
-// of two NaNs' payloads survives. Not a complex PROD: the library's op and ARShim's kernel may form a complex product
-// differently (with or without fused multiply-adds).
+// Whether the call's result bits may depend on the order its values are combined in, so that routes folding in
+// different orders (the library's, ARShim's paths) may give different bits, and timing noise must not choose between
+// them (same job, same bits). A rule over IEEE 754 values, not a list of ops:
+//  - integer, logical and bitwise ops: exact, associative and commutative: never;
+//  - floating SUM/PROD: the rounding depends on the association from three values on. Of two values, IEEE addition
+//    and multiplication are commutative, so a communicator of two ranks gets the same bits in either order (apart from
+//    which of two NaNs' payloads survives, on which the libraries' own two ranks differ as well); not a complex PROD,
+//    whose formula differs between the library's op and ARShim's kernel (fused multiply-adds or not);
+//  - floating MIN/MAX and MINLOC/MAXLOC, at any size: max(-0, +0), min(+0, -0) and a NaN against a number return
+//    whichever operand the implementation looks at first, so the operand order shows in the bits (issue 56 item 1).
 constexpr bool order_sensitive(const Traits& t) {
-    if (t.dclass != vocab::DtypeClass::floating || (t.op != kernels::Op::sum && t.op != kernels::Op::prod)) return false;
-    return t.comm_size != 2 || (t.complex_type && t.op == kernels::Op::prod);
+    if (!t.floating_values && t.dclass != vocab::DtypeClass::floating) return false;
+    switch (t.op) {
+    case kernels::Op::sum:
+    case kernels::Op::prod: return t.comm_size != 2 || (t.complex_type && t.op == kernels::Op::prod);
+    case kernels::Op::min:
+    case kernels::Op::max:
+    case kernels::Op::minloc:
+    case kernels::Op::maxloc: return true;
+    default: return false;
+    }
 }
 
 // Where a servable call goes.

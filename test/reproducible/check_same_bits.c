@@ -2,8 +2,13 @@
  * orders of summation, at sizes that the built-in policy sends to ARShim's paths and to the library; prints one JSON
  * line on rank 0 with a 64-bit FNV-1a digest of every result bit, per size and type and in all:
  *
- *   check_same_bits [--calls N]   (40 by default: enough for online tuning to decide every key)
+ *   check_same_bits [--calls N] [--minmax]   (40 calls by default: enough for online tuning to decide every key)
  *   {"ranks": 4, "digest": "...", "keys": {"float 8": "...", ...}}
+ *
+ * --minmax (issue 56 item 1): MPI_MAX and MPI_MIN instead, over values whose result bits depend on the operand order:
+ * -0 on even ranks and +0 on odd ranks, a NaN (payload 0x1234...) on rank 0 and another (payload 0x4321...) on the
+ * last rank against numbers; keys "float max 8", ... The digest covers every rank's result (the library's own ranks
+ * may differ from each other there: not an error; a rerun must give the same bits on every rank).
  *
  * Every rank must get the same bits (checked here: exit 1 otherwise), and every result must lie within the
  * reassociation bound of the exact sum (checked against a long double sum of the same values: exit 1 otherwise). The
@@ -35,13 +40,85 @@ static double value(int r, int size, long i, int call, int is_float) {
     return 1.0 + ((r * 7 + i * 13 + call) % 9) + 0.5 * (r % 2);
 }
 
+/* Element i of rank r for --minmax: signed zeros, two NaNs with different payloads, numbers. */
+static double minmax_value(int r, int size, long i, int call, int is_float, int *is_nan_a, int *is_nan_b) {
+    *is_nan_a = *is_nan_b = 0;
+    switch ((i + call) % 4) {
+    case 0: return r % 2 == 0 ? -0.0 : 0.0;
+    case 1:
+        if (r == 0) return *is_nan_a = 1, 0.0;
+        if (r == size - 1) return *is_nan_b = 1, 0.0;
+        return r % 2 == 0 ? -0.0 : 0.0;
+    case 2: return r == 0 ? (*is_nan_a = 1, 0.0) : (double)(r * 3 % 5) - 2.0;
+    default: return (double)((r * 7 + i) % 5) - 2.0 + (is_float ? 0.25 : 0.125);
+    }
+}
+
+static int run_minmax(int rank, int size, int calls) {
+    const long sizes[] = {8, 64, 1024, 16384, 262144, 1048576};
+    const int nsizes = (int)(sizeof sizes / sizeof sizes[0]);
+    uint64_t all = 1469598103934665603ull;
+    char keys[4096] = "";
+    for (int t = 0; t < 2; ++t)
+        for (int o = 0; o < 2; ++o) {
+            const int is_float = t == 0;
+            const MPI_Op op = o == 0 ? MPI_MAX : MPI_MIN;
+            const size_t element = is_float ? sizeof(float) : sizeof(double);
+            for (int s = 0; s < nsizes; ++s) {
+                const long n = sizes[s] / (long)element > 0 ? sizes[s] / (long)element : 1;
+                unsigned char *send = malloc((size_t)n * element), *recv = malloc((size_t)n * element);
+                uint64_t h = 1469598103934665603ull;
+                for (int c = 0; c < calls; ++c) {
+                    for (long i = 0; i < n; ++i) {
+                        int a, b;
+                        const double v = minmax_value(rank, size, i, c, is_float, &a, &b);
+                        if (is_float) {
+                            float f = (float)v;
+                            const uint32_t nan = a ? 0x7fc01234u : 0x7fc04321u;
+                            if (a || b) memcpy(&f, &nan, sizeof f);
+                            memcpy(send + i * element, &f, sizeof f);
+                        } else {
+                            double d = v;
+                            const uint64_t nan = a ? 0x7ff8000000001234ull : 0x7ff8000000004321ull;
+                            if (a || b) memcpy(&d, &nan, sizeof d);
+                            memcpy(send + i * element, &d, sizeof d);
+                        }
+                    }
+                    MPI_Allreduce(send, recv, (int)n, is_float ? MPI_FLOAT : MPI_DOUBLE, op, MPI_COMM_WORLD);
+                    h = fnv(h, recv, (size_t)n * element);
+                }
+                /* every rank's bits, in rank order */
+                uint64_t *every = malloc(sizeof(uint64_t) * (size_t)size);
+                MPI_Allgather(&h, 1, MPI_UINT64_T, every, 1, MPI_UINT64_T, MPI_COMM_WORLD);
+                h = fnv(1469598103934665603ull, every, sizeof(uint64_t) * (size_t)size);
+                free(every);
+                all = fnv(all, &h, sizeof h);
+                char item[96];
+                snprintf(item, sizeof item, "%s\"%s %s %ld\": \"%016llx\"", keys[0] ? ", " : "",
+                         is_float ? "float" : "double", o == 0 ? "max" : "min", sizes[s], (unsigned long long)h);
+                strncat(keys, item, sizeof keys - strlen(keys) - 1);
+                free(send);
+                free(recv);
+            }
+        }
+    if (rank == 0)
+        printf("{\"ranks\": %d, \"ok\": true, \"digest\": \"%016llx\", \"keys\": {%s}}\n", size,
+               (unsigned long long)all, keys);
+    MPI_Finalize();
+    return 0;
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     int rank, size, calls = 40;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    for (int i = 1; i + 1 < argc; i += 2)
-        if (!strcmp(argv[i], "--calls")) calls = atoi(argv[i + 1]);
+    int minmax = 0;
+    for (int i = 1; i < argc; ++i) {
+        if (!strcmp(argv[i], "--calls") && i + 1 < argc) calls = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--minmax")) minmax = 1;
+    }
+    if (minmax) return run_minmax(rank, size, calls);
     const long sizes[] = {8, 64, 1024, 16384, 262144, 1048576};
     const int nsizes = (int)(sizeof sizes / sizeof sizes[0]);
     uint64_t all = 1469598103934665603ull;

@@ -198,6 +198,36 @@ TEST_CASE("On two ranks guard explores a float sum too: two values sum to the sa
     CHECK_FALSE(route::order_sensitive(two_ranks(kernels::Op::sum, false)));
 }
 
+TEST_CASE("Floating MIN/MAX and MINLOC/MAXLOC are order-sensitive at every size; integer ops never", "[router]") {
+    // max(-0, +0), min(+0, -0) and a NaN against a number give the operand looked at first (issue 56 item 1).
+    const Settings s = settings({{"ARSHIM_TUNE_AFTER", "1"}});
+    const Decision ml = multileader(2);
+    for (const kernels::Op op : {kernels::Op::min, kernels::Op::max}) {
+        for (const int ranks : {2, 3, 64}) {
+            route::Traits t = servable(vocab::DtypeClass::floating, op);
+            t.comm_size = ranks;
+            t.floating_values = true;
+            CHECK(route::order_sensitive(t));
+            KeyBook book;
+            CHECK(route::choose(t, s, true, &ml, &book, facts(1, ranks)).candidate < 0);  // guard keeps the policy's
+            route::Traits integer = t;
+            integer.dclass = vocab::DtypeClass::integer;
+            integer.floating_values = false;
+            CHECK_FALSE(route::order_sensitive(integer));
+        }
+    }
+    // A MINLOC/MAXLOC pair with a floating value (MPI_DOUBLE_INT: class "other") is order-sensitive too; an integer
+    // pair (MPI_2INT) is not.
+    route::Traits pair = servable(vocab::DtypeClass::other, kernels::Op::minloc);
+    pair.dclass = vocab::DtypeClass::other;
+    pair.floating_values = true;
+    CHECK(route::order_sensitive(pair));
+    pair.floating_values = false;
+    CHECK_FALSE(route::order_sensitive(pair));
+    CHECK(vocab::has_floating_values(kernels::Type::double_int));
+    CHECK_FALSE(vocab::has_floating_values(kernels::Type::int_int));
+}
+
 TEST_CASE("A forced path is never tuned", "[router]") {
     const Settings s = settings({{"ARSHIM_PATH", "multileader"}});
     CHECK(s.tune == policy::tune::Mode::off);
