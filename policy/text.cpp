@@ -44,7 +44,10 @@ std::string printable(std::string_view s, std::size_t max, bool quoted) {
         const auto c = static_cast<unsigned char>(s[i]);
         if (c >= 0x80) {
             const std::size_t n = utf8_length(s, i);
-            if (n > 0) {
+            // A C1 control character (U+0080..U+009F, encoded C2 80..C2 9F) is a control too: U+009B is CSI ("ESC ["
+            // on terminals that honour C1). Its two bytes are escaped like the others below.
+            const bool c1 = n == 2 && c == 0xC2 && static_cast<unsigned char>(s[i + 1]) <= 0x9F;
+            if (n > 0 && !c1) {
                 if (i + n > max) break;  // never half a character
                 out.append(s.substr(i, n));
                 i += n;

@@ -10,7 +10,8 @@
 
 namespace arshim {
 
-// `s` on one line: control characters, DEL and bytes that are not valid UTF-8 become \n, \t or \xNN; text longer
+// `s` on one line: control characters (C0, DEL and the C1 range U+0080..U+009F) and bytes that are not valid UTF-8
+// become \n, \t or \xNN; text longer
 // than `max` bytes is cut (at a UTF-8 boundary) and "..." appended, so the result is at most 4 * max + 3 bytes. `quoted`: the text goes between double quotes,
 // so '"' and '\' are escaped too.
 std::string printable(std::string_view s, std::size_t max = 200, bool quoted = false);

@@ -113,6 +113,10 @@ TEST_CASE("printable keeps a value on one short line", "[limits]") {
     CHECK(printable("a\nb\tc") == "a\\nb\\tc");
     CHECK(printable("bogus\x1b[31m") == "bogus\\x1b[31m");                 // a terminal escape sequence
     CHECK(printable("x\narshim[0] error: forged") == "x\\narshim[0] error: forged");
+    // C1 controls (issue 56 item 5): U+009B is CSI, "ESC [" on terminals that honour C1; its UTF-8 bytes are escaped.
+    CHECK(printable("lat\xc2\x9b" "2Jency") == "lat\\xc2\\x9b2Jency");
+    CHECK(printable("\xc2\x80\xc2\x9f") == "\\xc2\\x80\\xc2\\x9f");
+    CHECK(printable("caf\xc3\xa9 \xc2\xa0") == "caf\xc3\xa9 \xc2\xa0");  // letters and U+00A0 stay
     CHECK(printable("caf\xc3\xa9") == "caf\xc3\xa9");                       // valid UTF-8 kept
     CHECK(printable("bad\xff\xc3") == "bad\\xff\\xc3");                     // invalid UTF-8 escaped
     CHECK(printable("\"q\\", 100, true) == "\\\"q\\\\");
