@@ -3,6 +3,7 @@
 #include "kernels/kernels.h"
 
 #include <atomic>
+#include <initializer_list>
 
 #include "kernels/isa_impl.h"
 

@@ -1,6 +1,7 @@
 #include "policy/box.h"
 
 #include <algorithm>
+#include <initializer_list>
 
 namespace arshim::policy {
 

@@ -41,9 +41,12 @@ constexpr std::size_t kMaxValueBytes = 4096;
 template <typename T>
 auto safe(const T& value) {
     using V = std::decay_t<T>;
+    constexpr bool c_string = std::is_same_v<V, const char*> || std::is_same_v<V, char*>;
     if constexpr (std::is_same_v<V, std::string> || std::is_same_v<V, std::string_view>)
         return printable(value, kMaxValueBytes);
-    else if constexpr (std::is_same_v<V, const char*> || std::is_same_v<V, char*>)
+    else if constexpr (c_string && std::is_array_v<T>)  // a literal or a char array: never null
+        return printable(std::string_view(value), kMaxValueBytes);
+    else if constexpr (c_string)
         return printable(value != nullptr ? std::string_view(value) : std::string_view("(null)"), kMaxValueBytes);
     else
         return value;

@@ -71,14 +71,19 @@ inline Report fresh_report(uint64_t identity) {
     return report;
 }
 
+using Listed = std::array<uint64_t, kListed>;
+
 namespace detail {
-// Adds sorted `ranks` (count of them listed: min(total, kListed)) to the list at `list` holding `*total`, keeping the
-// lowest kListed ranks in ascending order.
-inline void add_ranks(Report& into, int count_word, int list_word, const uint64_t* ranks, uint64_t total) {
+// Adds `total` ranks, of which the lowest min(total, kListed) are `ranks` (sorted), to the list at `list_word` whose
+// count is at `count_word`, keeping the lowest kListed ranks in ascending order. `ranks` is a whole list, not a
+// pointer and a count, so that every read of it is visibly within its kListed words (GCC 14's -Warray-bounds could
+// not see that a single rank passed by address was read once only).
+inline void add_ranks(Report& into, int count_word, int list_word, const Listed& ranks, uint64_t total) {
     const uint64_t have = std::min<uint64_t>(into[count_word], kListed);
     const uint64_t more = std::min<uint64_t>(total, kListed);
     std::array<uint64_t, 2 * kListed> merged{};
-    std::merge(into.begin() + list_word, into.begin() + list_word + have, ranks, ranks + more, merged.begin());
+    std::merge(into.begin() + list_word, into.begin() + list_word + have, ranks.begin(), ranks.begin() + more,
+               merged.begin());
     const uint64_t kept = std::min<uint64_t>(have + more, kListed);
     std::copy(merged.begin(), merged.begin() + kept, into.begin() + list_word);
     into[count_word] += total;
@@ -86,12 +91,10 @@ inline void add_ranks(Report& into, int count_word, int list_word, const uint64_
 }  // namespace detail
 
 inline void add_missing(Report& into, int rank) {
-    const uint64_t r = static_cast<uint64_t>(rank);
-    detail::add_ranks(into, kMissingCount, kMissingList, &r, 1);
+    detail::add_ranks(into, kMissingCount, kMissingList, Listed{static_cast<uint64_t>(rank)}, 1);
 }
 inline void add_foreign(Report& into, int rank) {
-    const uint64_t r = static_cast<uint64_t>(rank);
-    detail::add_ranks(into, kForeignCount, kForeignList, &r, 1);
+    detail::add_ranks(into, kForeignCount, kForeignList, Listed{static_cast<uint64_t>(rank)}, 1);
 }
 
 // Adds a child's report (its subtree's findings) to `into`. A report from a broken peer cannot overflow the lists
@@ -99,13 +102,13 @@ inline void add_foreign(Report& into, int rank) {
 inline void merge(Report& into, const Report& child) {
     for (const auto [count_word, list_word] : {std::array<int, 2>{kMissingCount, kMissingList},
                                                 std::array<int, 2>{kForeignCount, kForeignList}}) {
-        std::array<uint64_t, kListed> listed{};
+        Listed listed{};
         std::copy(child.begin() + list_word, child.begin() + list_word + kListed, listed.begin());
         const uint64_t total = std::min<uint64_t>(child[count_word], uint64_t{1} << 40);
         const uint64_t n = std::min<uint64_t>(total, kListed);
         for (uint64_t i = 1; i < n; ++i)  // insertion sort of at most kListed ranks
             for (uint64_t j = i; j > 0 && listed[j - 1] > listed[j]; --j) std::swap(listed[j - 1], listed[j]);
-        detail::add_ranks(into, count_word, list_word, listed.data(), total);
+        detail::add_ranks(into, count_word, list_word, listed, total);
     }
 }
 

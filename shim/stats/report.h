@@ -20,6 +20,7 @@ constexpr const char* kSchema = "arshim-stats/1";
 // What the report says about the run, filled in by the runtime at finalize (shim/core/runtime.cpp), so that the
 // statistics read nothing above them.
 struct RunFacts {
+    explicit RunFacts(const Config& agreed) : config(agreed) {}
     const Config& config;  // the agreed settings
     int world_rank = 0, world_size = 1;
     std::vector<int> world_node;  // world rank -> node id (empty: unknown)
