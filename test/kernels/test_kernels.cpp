@@ -1,7 +1,6 @@
 // Unit tests of kernels/ (no MPI): every defined (op, type) at every ISA level this CPU has, binary and n-ary, on
 // lengths 0..257 and 1<<20 + 3, unaligned, against the independent reference in reference.h.
-#define CATCH_CONFIG_MAIN
-#include <catch2/catch.hpp>
+#include "test/support/catch.h"
 
 #include <cstdlib>
 #include <memory>

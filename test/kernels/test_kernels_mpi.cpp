@@ -5,7 +5,7 @@
 // are recognized element by element (the library's value must be exactly what the bug produces) and reported by
 // name as a warning. The kernels themselves are always held to the independent reference.
 #define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
+#include "test/support/catch.h"
 #include <mpi.h>
 
 #include <cmath>

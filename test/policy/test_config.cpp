@@ -1,5 +1,5 @@
 // Config: the ARSHIM_* option table, value parsing and the exact problem messages users see.
-#include <catch2/catch.hpp>
+#include "test/support/catch.h"
 
 #include <set>
 #include <string>

@@ -1,6 +1,6 @@
 // The cost models (policy/cost_model.h): every formula against values computed by hand (in the comments), then the
 // shapes of the curves: more bytes never faster, more leaders help only up to saturation, plausible rankings.
-#include <catch2/catch.hpp>
+#include "test/support/catch.h"
 
 #include <algorithm>
 #include <cmath>
@@ -12,6 +12,7 @@
 using namespace arshim::policy;
 using namespace arshim::policy::testing;
 using namespace arshim::policy::model;
+using Catch::Approx;
 
 namespace {
 
@@ -205,15 +206,16 @@ bool straddles_iallreduce_switch(const Decision& d, Flavor flavor, const Shape& 
     uint64_t sa = 0, sb = 0, p = 1;
     if (d.path() == Path::pipelined) {
         // the last segment (the remainder) switches on its own
-        auto last = [&](uint64_t n) { return n == 0 ? 0 : n - (n - 1) / param(d, "segment_bytes") * param(d, "segment_bytes"); };
+        const auto segment = static_cast<uint64_t>(param(d, "segment_bytes"));
+        auto last = [&](uint64_t n) { return n == 0 ? 0 : n - (n - 1) / segment * segment; };
         Shape by_last = s;
         by_last.bytes = 0;
         Decision whole = d;
         set_param(whole, "segment_bytes", uint64_t{1} << 62);
-        if (b > param(d, "segment_bytes") && straddles_iallreduce_switch(whole, flavor, by_last, std::min(last(a), last(b)),
-                                                               std::max(last(a), last(b))))
+        if (b > segment && straddles_iallreduce_switch(whole, flavor, by_last, std::min(last(a), last(b)),
+                                                       std::max(last(a), last(b))))
             return true;
-        sa = std::min<uint64_t>(a, param(d, "segment_bytes")), sb = std::min<uint64_t>(b, param(d, "segment_bytes"));
+        sa = std::min(a, segment), sb = std::min(b, segment);
         p = uint64_t(s.ppn) * s.nodes;
     } else if (d.path() == Path::native || (d.path() == Path::multileader && (s.ppn == 1 || param(d, "pipeline_k") == 1))) {
         if (flavor == Flavor::openmpi) {

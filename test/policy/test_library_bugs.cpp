@@ -1,6 +1,6 @@
 // The table of known library bugs as data: version strings parsed, version ranges matched (a fixed version is not
 // penalised), every entry well formed.
-#include <catch2/catch.hpp>
+#include "test/support/catch.h"
 
 #include <set>
 #include <string>

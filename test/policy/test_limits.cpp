@@ -1,6 +1,6 @@
 // Hostile policy input and echoed values: the reader's bounds before parsing, the bounded reachability check, the
 // file reader's refusals, and the one escaping function (policy/text.h).
-#include <catch2/catch.hpp>
+#include "test/support/catch.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

@@ -1,6 +1,6 @@
 // Fitting the cost model (policy/model_fit.h): synthetic timings from known parameters with +-5% noise, fitted from
 // another starting point, give the parameters back and predict the samples within 10% (median).
-#include <catch2/catch.hpp>
+#include "test/support/catch.h"
 
 #include <cmath>
 #include <cstdint>
@@ -12,6 +12,7 @@
 using namespace arshim::policy;
 using namespace arshim::policy::testing;
 using namespace arshim::policy::model;
+using Catch::Approx;
 
 namespace {
 

@@ -1,6 +1,6 @@
 // Decisions: matching order, ranges, MPI flavors, environment overrides, file fallback, bucket constancy, and the
 // shipped policy/default.toml.
-#include <catch2/catch.hpp>
+#include "test/support/catch.h"
 
 #include <fstream>
 #include <random>

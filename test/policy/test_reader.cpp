@@ -1,5 +1,5 @@
 // The policy file reader: the format, and the exact one-line problems it reports.
-#include <catch2/catch.hpp>
+#include "test/support/catch.h"
 
 #include <string>
 #include <vector>

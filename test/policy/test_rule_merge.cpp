@@ -1,7 +1,7 @@
 // Rule merging for tuned tables (policy/rule_merge.h): the merged table, written as TOML and read back by the real
 // reader, decides exactly like the per-point input at every point and bucket boundary, with no more rules, and with
 // the fewest rules in cases small enough to count by hand.
-#include <catch2/catch.hpp>
+#include "test/support/catch.h"
 
 #include <cstdint>
 #include <vector>

@@ -1,6 +1,6 @@
 // Online tuning's candidates (policy/tune_candidates.h), as rows: what guard and online try against the policy's
 // choice, and the same-bits rule that keeps guard to the policy's fold order for floating-point sums.
-#include <catch2/catch.hpp>
+#include "test/support/catch.h"
 
 #include "policy/tune_candidates.h"
 #include "test/policy/decisions.h"

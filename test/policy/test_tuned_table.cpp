@@ -1,7 +1,9 @@
 // `arshim tune`'s decisions (policy/tuned_table.h): a measured bucket takes the candidate that beats the library's
 // allreduce beyond the noise measured with it, else native; buckets between measured sizes take the nearest measured
 // decision; the table reads back and decides so; a one-node tuning writes no rules for other node counts.
-#include <catch2/catch.hpp>
+#include "test/support/catch.h"
+
+#include <initializer_list>
 
 #include "policy/config.h"
 #include "test/policy/decisions.h"

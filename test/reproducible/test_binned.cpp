@@ -1,8 +1,7 @@
 // The order-independent sums of ARSHIM_REPRODUCIBLE=any-np (kernels/binned.h), without MPI: exact and correctly
 // rounded against an independent exact reference (128-bit integers over a bounded exponent range), the same bits
 // in any order and grouping, IEEE special values, subnormals, overflow, and never less accurate than a rank-order sum.
-#define CATCH_CONFIG_MAIN
-#include <catch2/catch.hpp>
+#include "test/support/catch.h"
 
 #include <algorithm>
 #include <cmath>
@@ -49,7 +48,6 @@ std::vector<int> identity(int p) {
 }
 
 bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
-bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
 }  // namespace
 

@@ -2,7 +2,7 @@
 // and keeps concurrent jobs' rules (shim/modes/cache_file.h). No MPI needed. Each case fails on the writer before
 // issue 41 (which replaced any file it could not use with its own rules, and rewrote the cache from the rules read at
 // start).
-#include <catch2/catch.hpp>
+#include "test/support/catch.h"
 
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -21,6 +21,7 @@
 namespace cache = arshim::tune::cache;
 using arshim::policy::RuleSpec;
 using namespace arshim::policy::testing;
+using Catch::Approx;
 
 namespace {
 

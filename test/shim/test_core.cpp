@@ -2,7 +2,7 @@
 // node shared-memory arithmetic, the statistics row keys and the finalize report's field lists (a round trip
 // through the same reduction MPI does). Everything tested here is what the MPI code calls; the MPI side of each
 // seam is exercised by the MPI tests (test/mpi, test/stats).
-#include <catch2/catch.hpp>
+#include "test/support/catch.h"
 
 #include <algorithm>
 #include <cmath>
@@ -20,6 +20,7 @@
 #include "shim/stats/report_fields.h"
 
 using namespace arshim;
+using Catch::Approx;
 
 // ---- FixedTable ---------------------------------------------------------------------------------------------------
 

@@ -1,7 +1,7 @@
 // The start-up check's tree (shim/core/handshake_tree.h) without MPI: the edges cover every rank exactly once, the
 // depth is logarithmic, the timeouts nest (a parent outwaits its children, a child outwaits its parent's verdict),
 // and a report lists the lowest ranks and counts all of them, whatever a peer sends.
-#include <catch2/catch.hpp>
+#include "test/support/catch.h"
 
 #include <cmath>
 #include <vector>

@@ -1,7 +1,7 @@
 // The statistics log never replaces or writes through anything but a regular file of its own making
 // (shim/stats/log_file.h): devices, FIFOs, directories and planted symlinks are left alone, the temporary file is
 // unpredictable and never left behind. No MPI needed.
-#include <catch2/catch.hpp>
+#include "test/support/catch.h"
 
 #include <dirent.h>
 #include <fcntl.h>

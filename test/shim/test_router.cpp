@@ -1,6 +1,8 @@
 // The router (shim/core/router.h) without MPI: every routing rule, from traits, settings, the policy's decision and the
 // key's book to the route, the reason, whether it replays, the candidate tried and verify's check.
-#include <catch2/catch.hpp>
+#include "test/support/catch.h"
+
+#include <initializer_list>
 
 #include "shim/core/router.h"
 #include "shim/modes/schedule.h"

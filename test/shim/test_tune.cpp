@@ -1,7 +1,9 @@
 // Online tuning's schedule and verdict (shim/modes/schedule.h), without MPI: the order candidates are tried in,
 // warm-up calls that are not samples, declined candidates, and when a verdict separates a candidate from the
 // policy's choice.
-#include <catch2/catch.hpp>
+#include "test/support/catch.h"
+
+#include <initializer_list>
 
 #include "shim/modes/schedule.h"
 

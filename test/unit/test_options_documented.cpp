@@ -1,6 +1,5 @@
 // Every ARSHIM_* option in the library's option table is documented in README.md, with its default.
-#define CATCH_CONFIG_MAIN
-#include <catch2/catch.hpp>
+#include "test/support/catch.h"
 
 #include <fstream>
 #include <sstream>

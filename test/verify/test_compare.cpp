@@ -1,6 +1,5 @@
 // The rules verify mode compares results by (kernels/compare.h), without MPI.
-#define CATCH_CONFIG_MAIN
-#include <catch2/catch.hpp>
+#include "test/support/catch.h"
 
 #include <cmath>
 #include <complex>
