@@ -3,6 +3,7 @@
 // argument check on (set here before PMPI_Init, from the launcher's rank variable). Every decision on a communicator
 // must come from its agreed settings: the job must finish with every result right (it died with MPI_ERR_TRUNCATE
 // or hung when the engine read the rank's own setting). Prints {"local_settings": {"ok": ..., "calls": N}}.
+#define _DEFAULT_SOURCE /* setenv under -std=c11 */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
