@@ -85,6 +85,20 @@ int create_temp(const std::string& dir, const std::string& base, const std::stri
 
 std::string WriteOutcome::describe() const { return !refused.empty() ? refused : std::strerror(error); }
 
+bool is_own_log(const std::string& path) {
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) return errno == ENOENT;
+    char head[128];
+    const ssize_t n = read(fd, head, sizeof head);
+    close(fd);
+    if (n < 0) return false;
+    if (n == 0) return true;
+    std::string compact;  // the start without white space: {"schema":"arshim-stats/...
+    for (ssize_t i = 0; i < n; ++i)
+        if (head[i] != ' ' && head[i] != '\n' && head[i] != '\t' && head[i] != '\r') compact += head[i];
+    return compact.rfind("{\"schema\":\"arshim-stats/", 0) == 0;
+}
+
 WriteOutcome write_log_file(const std::string& path, const std::string& text, bool follow_symlinks) {
     WriteOutcome out;
     std::string target = path;
@@ -113,6 +127,13 @@ WriteOutcome write_log_file(const std::string& path, const std::string& text, bo
         }
     } else if (errno != ENOENT) {
         out.error = errno;
+        return out;
+    }
+    // A regular file that is there already is replaced only when it is ARShim's own log (or empty): a data file named
+    // by mistake (or on purpose) in ARSHIM_STATS is left alone, as the tuning cache and the trace do.
+    if (S_ISREG(st.st_mode) && !is_own_log(target)) {
+        out.refused = "is a file that is not an ARShim statistics log (left alone: only an absent file, an empty one "
+                      "or an earlier log is replaced)";
         return out;
     }
     const std::size_t slash = target.rfind('/');

@@ -1,6 +1,8 @@
 // Writing the statistics log safely. The log's path comes from ARSHIM_STATS, often in a shared directory, and the
 // job often runs as root, so the write must never touch anything but a regular file of its own making:
-//   - the target may be absent or a regular file; a device, FIFO, socket or directory there is left alone, and so
+//   - the target may be absent, empty, or an earlier statistics log (its first key "schema": "arshim-stats/..."); any
+//     other regular file is left alone (issue 56 item 7: a data file named in ARSHIM_STATS was replaced by the log);
+//   - a device, FIFO, socket or directory there is left alone, and so
 //     is a symbolic link unless following links was asked for (then the link's target must be a regular file or
 //     absent);
 //   - the text goes to a new file with an unpredictable name in the target's directory, created exclusively
@@ -22,5 +24,9 @@ struct WriteOutcome {
 };
 
 WriteOutcome write_log_file(const std::string& path, const std::string& text, bool follow_symlinks);
+
+// Whether `path` is absent, empty, or starts as ARShim's statistics log does (read without following a link or
+// blocking on a FIFO).
+bool is_own_log(const std::string& path);
 
 }  // namespace arshim::stats

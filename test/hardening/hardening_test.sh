@@ -43,6 +43,11 @@ ln -s "$work/victim" "$work/link.json"
 run ARSHIM_STATS="$work/link.json" -- "$prog" sum
 expect "ARSHIM_STATS names a symlink: refused" 'ARSHIM_STATS=.*link.json: is a symbolic link'
 [[ $(cat "$work/victim") == precious && -L $work/link.json ]] || bad "the symlink's target was written"
+# Followed, the link's target must still be absent, empty or an earlier log: 'precious' is left alone (issue 56 item 7).
+run ARSHIM_STATS="$work/link.json" ARSHIM_STATS_FOLLOW_SYMLINKS=1 -- "$prog" sum
+expect "ARSHIM_STATS_FOLLOW_SYMLINKS=1 leaves a data file alone" 'ARSHIM_STATS=.*link.json: is a file that is not an ARShim statistics log'
+[[ $(cat "$work/victim") == precious ]] || bad "ARSHIM_STATS_FOLLOW_SYMLINKS=1: a data file behind the link was replaced"
+: >"$work/victim"
 run ARSHIM_STATS="$work/link.json" ARSHIM_STATS_FOLLOW_SYMLINKS=1 -- "$prog" sum
 expect "ARSHIM_STATS_FOLLOW_SYMLINKS=1 writes through the link" ''
 grep -q '"schema"' "$work/victim" || bad "ARSHIM_STATS_FOLLOW_SYMLINKS=1: the link's target does not hold the log"

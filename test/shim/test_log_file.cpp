@@ -59,10 +59,27 @@ TEST_CASE("A new log or an old regular file is written whole, mode 0644, nothing
     struct stat st {};
     REQUIRE(stat((dir / "run.json").c_str(), &st) == 0);
     CHECK((st.st_mode & 07777) == 0644);
-    write(dir / "old.json", "old");
+    // An earlier log (its first key the schema), however indented, and an empty file are replaced.
+    write(dir / "old.json", "{\n  \"schema\": \"arshim-stats/1\", \"scope\": \"job\"}\n");
     CHECK(write_log_file(dir / "old.json", "new", false).ok());
     CHECK(read_all(dir / "old.json") == "new");
-    CHECK(dir.entries() == std::set<std::string>{"old.json", "run.json"});
+    write(dir / "empty.json", "");
+    CHECK(write_log_file(dir / "empty.json", "new", false).ok());
+    CHECK(read_all(dir / "empty.json") == "new");
+    CHECK(dir.entries() == std::set<std::string>{"empty.json", "old.json", "run.json"});
+}
+
+TEST_CASE("A file that is not an ARShim log is left alone (issue 56 item 7)", "[log_file]") {
+    TempDir dir;
+    for (const std::string& text : {std::string("precious data\n"), std::string("{\"schema\": \"other/1\"}\n"),
+                                     std::string("new")}) {
+        write(dir / "data.json", text);
+        const auto outcome = write_log_file(dir / "data.json", "{}\n", false);
+        CHECK_FALSE(outcome.ok());
+        CHECK(outcome.refused.find("not an ARShim statistics log") != std::string::npos);
+        CHECK(read_all(dir / "data.json") == text);
+    }
+    CHECK(dir.entries() == std::set<std::string>{"data.json"});  // no temporary file left
 }
 
 TEST_CASE("Special files at the log's path are left alone", "[log_file]") {
@@ -103,7 +120,11 @@ TEST_CASE("A symlink at the log's path is not followed unless asked", "[log_file
     REQUIRE(lstat((dir / "run.json").c_str(), &st) == 0);
     CHECK(S_ISLNK(st.st_mode));
 
-    // Asked to follow: the link's target (a regular file) gets the log, the link stays a link.
+    // Asked to follow: a target that is not an ARShim log is still left alone; an earlier log there gets the new one,
+    // the link stays a link.
+    CHECK_FALSE(write_log_file(dir / "run.json", "{}\n", true).ok());
+    CHECK(read_all(dir / "victim") == "precious");
+    write(dir / "victim", "{\"schema\": \"arshim-stats/1\"}");
     outcome = write_log_file(dir / "run.json", "{}\n", true);
     CHECK(outcome.ok());
     CHECK(read_all(dir / "victim") == "{}\n");
