@@ -317,11 +317,11 @@ void initialize(bool collective) {
         }
         rt->have_policy_file = have_file != 0;
         // The tuning cache (ARSHIM_TUNE_CACHE): rank 0 reads and checks it, every rank parses the same text.
-        std::string cache_text;
+        std::string cache_text, cache_path;  // cache_path: the file the rules come from (maybe the one beside it)
         if (!collective || rt->world_rank == 0) {
             std::string note;
             bool warn = false;
-            cache_text = tune::read_cache(rt->config, rt->mpi_version, &note, &warn);
+            cache_text = tune::read_cache(rt->config, rt->mpi_version, &note, &warn, &cache_path);
             rt->tune_cache_refused = warn;
             if (!rt->config.text(OptionId::tune_cache).empty())
                 trace::event("cache", {{"stage", "read"}, {"path", rt->config.text(OptionId::tune_cache)},
@@ -329,11 +329,14 @@ void initialize(bool collective) {
             if (warn) problems.push_back(note);
             else if (!note.empty()) log::info("{}", note);
         }
-        if (collective && !rt->config.text(OptionId::tune_cache).empty()) bcast_string(cache_text, 0, MPI_COMM_WORLD);
+        if (collective && !rt->config.text(OptionId::tune_cache).empty()) {
+            bcast_string(cache_text, 0, MPI_COMM_WORLD);
+            bcast_string(cache_path, 0, MPI_COMM_WORLD);
+        }
         policy::LoadResult loaded = policy::load_policy(
             rt->config, rt->have_policy_file ? &rt->policy_text : nullptr, policy_path, mpi_flavor(),
             /*check_reachability=*/rt->world_rank == 0 || !collective, cache_text.empty() ? nullptr : &cache_text,
-            "tuning cache " + printable(rt->config.text(OptionId::tune_cache), 200));
+            "tuning cache " + printable(cache_path.empty() ? rt->config.text(OptionId::tune_cache) : cache_path, 260));
         rt->policy = loaded.policy;
         problems.insert(problems.end(), loaded.problems.begin(), loaded.problems.end());
         if (collective) {

@@ -288,13 +288,17 @@ CacheWrite write_cache(const Config& config, const std::string& library, bool re
     return out;
 }
 
-std::string read_cache(const Config& config, const std::string& library, std::string* note, bool* warn) {
+std::string read_cache(const Config& config, const std::string& library, std::string* note, bool* warn,
+                       std::string* read_from) {
     const std::string& path = config.text(OptionId::tune_cache);
+    read_from->clear();
     if (path.empty()) return "";
     cache::Location loc = cache::locate(path, this_origin(library), cache_max_bytes(config));
     *note = loc.note;
     *warn = loc.warn;
-    return loc.found.holds == cache::Holds::ours ? std::move(loc.found.text) : std::string();
+    if (loc.found.holds != cache::Holds::ours) return std::string();
+    *read_from = loc.target;
+    return std::move(loc.found.text);
 }
 
 }  // namespace arshim::tune
