@@ -352,7 +352,8 @@ void print_summary(const Report& r, const std::string& written) {
                       static_cast<unsigned long long>(r.total.samples), std::sqrt(r.total.variance));
     std::fprintf(out,
                  "arshim[0] summary: %llu MPI_Allreduce calls on %d ranks, %s, %.3f s in allreduce "
-                 "(sum over ranks; %.1f%% of wall time; %s)\n",
+                 "(sum over ranks and their threads; %.1f%% of the ranks' wall time since MPI_Init, more where "
+                 "threads call at once; %s)\n",
                  static_cast<unsigned long long>(r.total.calls), r.np,
                  human_bytes(static_cast<double>(r.total.bytes)).c_str(), r.total.seconds,
                  wall_sum > 0 ? 100.0 * r.total.seconds / wall_sum : 0.0, sampled);
