@@ -99,7 +99,7 @@ bool is_own_log(const std::string& path) {
     return compact.rfind("{\"schema\":\"arshim-stats/", 0) == 0;
 }
 
-WriteOutcome write_log_file(const std::string& path, const std::string& text, bool follow_symlinks) {
+WriteOutcome write_log_file(const std::string& path, const std::string& text, bool follow_symlinks, bool only_own_log) {
     WriteOutcome out;
     std::string target = path;
     struct stat st {};
@@ -131,7 +131,7 @@ WriteOutcome write_log_file(const std::string& path, const std::string& text, bo
     }
     // A regular file that is there already is replaced only when it is ARShim's own log (or empty): a data file named
     // by mistake (or on purpose) in ARSHIM_STATS is left alone, as the tuning cache and the trace do.
-    if (S_ISREG(st.st_mode) && !is_own_log(target)) {
+    if (only_own_log && S_ISREG(st.st_mode) && !is_own_log(target)) {
         out.refused = "is a file that is not an ARShim statistics log (left alone: only an absent file, an empty one "
                       "or an earlier log is replaced)";
         return out;

@@ -524,7 +524,7 @@ void finalize_report(const RunFacts& rt) {
         Report mine = rank_report(local, rt.world_rank, rt.world_size);
         describe_run(rt, job_id, &mine);
         const std::string path = per_rank_path(pattern, rt.world_rank, job_id);
-        const WriteOutcome outcome = write_log_file(path, to_json(mine), follow);
+        const WriteOutcome outcome = write_log_file(path, to_json(mine), follow, /*only_own_log=*/true);
         // A refusal has no errno of its own: EPERM stands for it in the one-line report of rank 0.
         const int error = outcome.ok() ? 0 : outcome.error != 0 ? outcome.error : EPERM;
         if (!collective) {
@@ -557,7 +557,7 @@ void finalize_report(const RunFacts& rt) {
     std::string written;
     if (file) {
         const std::string path = expand(pattern, "all", job_id);
-        const WriteOutcome outcome = write_log_file(path, to_json(job), follow);
+        const WriteOutcome outcome = write_log_file(path, to_json(job), follow, /*only_own_log=*/true);
         if (!outcome.ok())
             warn_unwritable(pattern, path, outcome);
         else

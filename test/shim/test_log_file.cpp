@@ -61,10 +61,10 @@ TEST_CASE("A new log or an old regular file is written whole, mode 0644, nothing
     CHECK((st.st_mode & 07777) == 0644);
     // An earlier log (its first key the schema), however indented, and an empty file are replaced.
     write(dir / "old.json", "{\n  \"schema\": \"arshim-stats/1\", \"scope\": \"job\"}\n");
-    CHECK(write_log_file(dir / "old.json", "new", false).ok());
+    CHECK(write_log_file(dir / "old.json", "new", false, true).ok());
     CHECK(read_all(dir / "old.json") == "new");
     write(dir / "empty.json", "");
-    CHECK(write_log_file(dir / "empty.json", "new", false).ok());
+    CHECK(write_log_file(dir / "empty.json", "new", false, true).ok());
     CHECK(read_all(dir / "empty.json") == "new");
     CHECK(dir.entries() == std::set<std::string>{"empty.json", "old.json", "run.json"});
 }
@@ -74,12 +74,16 @@ TEST_CASE("A file that is not an ARShim log is left alone (issue 56 item 7)", "[
     for (const std::string& text : {std::string("precious data\n"), std::string("{\"schema\": \"other/1\"}\n"),
                                      std::string("new")}) {
         write(dir / "data.json", text);
-        const auto outcome = write_log_file(dir / "data.json", "{}\n", false);
+        const auto outcome = write_log_file(dir / "data.json", "{}\n", false, true);
         CHECK_FALSE(outcome.ok());
         CHECK(outcome.refused.find("not an ARShim statistics log") != std::string::npos);
         CHECK(read_all(dir / "data.json") == text);
     }
     CHECK(dir.entries() == std::set<std::string>{"data.json"});  // no temporary file left
+    // The tuning cache recognises its own files itself (shim/modes/cache_file.h): without the log's rule a regular
+    // file is replaced whole.
+    CHECK(write_log_file(dir / "data.json", "{}\n", false, false).ok());
+    CHECK(read_all(dir / "data.json") == "{}\n");
 }
 
 TEST_CASE("Special files at the log's path are left alone", "[log_file]") {
@@ -122,10 +126,10 @@ TEST_CASE("A symlink at the log's path is not followed unless asked", "[log_file
 
     // Asked to follow: a target that is not an ARShim log is still left alone; an earlier log there gets the new one,
     // the link stays a link.
-    CHECK_FALSE(write_log_file(dir / "run.json", "{}\n", true).ok());
+    CHECK_FALSE(write_log_file(dir / "run.json", "{}\n", true, true).ok());
     CHECK(read_all(dir / "victim") == "precious");
     write(dir / "victim", "{\"schema\": \"arshim-stats/1\"}");
-    outcome = write_log_file(dir / "run.json", "{}\n", true);
+    outcome = write_log_file(dir / "run.json", "{}\n", true, true);
     CHECK(outcome.ok());
     CHECK(read_all(dir / "victim") == "{}\n");
     REQUIRE(lstat((dir / "run.json").c_str(), &st) == 0);
