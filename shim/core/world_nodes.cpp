@@ -11,6 +11,30 @@ namespace arshim {
 std::vector<int> node_ids_of(MPI_Comm comm) {
     int size = 0;
     PMPI_Comm_size(comm, &size);
+#if defined(ARSHIM_FLAVOR_SMPI)
+    // SMPI's ranks are actors of one process on one real host: the node key would make every simulated host one
+    // node. The simulated hosts are SMPI's MPI_COMM_TYPE_SHARED groups.
+    {
+        int rank = 0;
+        PMPI_Comm_rank(comm, &rank);
+        MPI_Comm node = MPI_COMM_NULL;
+        comm_split_type_twice(comm, MPI_COMM_TYPE_SHARED, rank, &node);
+        int lowest = rank;
+        if (node != MPI_COMM_NULL) {
+            MPI_Group group = MPI_GROUP_NULL, parent = MPI_GROUP_NULL;
+            PMPI_Comm_group(node, &group);
+            PMPI_Comm_group(comm, &parent);
+            const int zero = 0;
+            PMPI_Group_translate_ranks(group, 1, &zero, parent, &lowest);
+            PMPI_Group_free(&group);
+            PMPI_Group_free(&parent);
+            PMPI_Comm_free(&node);
+        }
+        std::vector<int> ids(static_cast<std::size_t>(size));
+        PMPI_Allgather(&lowest, 1, MPI_INT, ids.data(), 1, MPI_INT, comm);
+        return ids;
+    }
+#endif
     const NodeKey mine = node_key();
     const unsigned long long sent[2] = {mine.high, mine.low};
     std::vector<unsigned long long> keys(2 * static_cast<std::size_t>(size));

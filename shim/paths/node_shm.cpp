@@ -59,8 +59,19 @@ void set_chunk_limits(const PathContext& ctx, ShmState& state) {
 }  // namespace
 
 bool shares_memory(const PathContext& ctx, MPI_Comm comm, int size) {
-    (void)size;
+    (void)size;  // used by the SMPI build only
     if (ctx.settings->virtual_ppn <= 0) return true;
+#if defined(ARSHIM_FLAVOR_SMPI)
+    // One real process for every simulated host: the simulated hosts are SMPI's MPI_COMM_TYPE_SHARED groups.
+    MPI_Comm shared = MPI_COMM_NULL;
+    comm_split_type_twice(comm, MPI_COMM_TYPE_SHARED, 0, &shared);  // twice: shim/base/mpi_util.h
+    int shared_size = 0;
+    if (shared != MPI_COMM_NULL) {
+        PMPI_Comm_size(shared, &shared_size);
+        PMPI_Comm_free(&shared);
+    }
+    return shared_size == size;
+#endif
     // Every rank of `comm` has the same node key (shim/base/node_key.h): one small allreduce.
     const NodeKey key = node_key();
     const long long values[2] = {static_cast<long long>(key.high), static_cast<long long>(key.low)};
