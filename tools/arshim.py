@@ -185,7 +185,12 @@ def cmd_bench(args):
                             lambda status: status == 2)
     if args.what == "allreduce":
         path = find_script(os.path.join("allreduce_bench", "bench_allreduce.py"), build_tree_only=True)
-        os.execv(sys.executable, [sys.executable, path] + args.rest)
+        # The build this launcher is part of (build/tools/arshim), wherever it lies: the script alone looks only in
+        # the source tree's build/. A --build-dir given (it comes later and wins) or ARSHIM_BUILD_DIR still choose.
+        extra = []
+        if build_source_dir() is not None and not os.environ.get("ARSHIM_BUILD_DIR"):
+            extra = ["--build-dir", os.path.normpath(os.path.join(HERE, ".."))]
+        os.execv(sys.executable, [sys.executable, path] + extra + args.rest)
     # kernels: the report script and the benchmark programs, from the build tree (build/tools/bench/) or the
     # installation (bin/arshim-bench-kernels-*); the programs are named unless the caller did.
     try:
