@@ -276,6 +276,11 @@ Routed route_call(const CallArgs& args, const Key& key, CachedRoute& cached, Res
         tune::report(*ctx, *book, route.candidate, took, declined, r.bucket, cls.type.dclass, cls.kop,
                      args.datatype, args.op, r.bytes);
     };
+    // A call with device buffers is no sample of the key's candidates: its time says nothing of the key's host
+    // calls, and a candidate declined for it would be excluded for good (a key whose first calls carried device
+    // buffers was decided native and stayed so for its host calls). It goes to the library, the exploration waits.
+    if (ctx->device_check && route.candidate >= 0 && device_buffers())
+        return native_because(args, vocab::Reason::device_memory, r);
     if (route.library) {
         Routed routed = native_because(args, route.reason, r);
         report_candidate(false);
@@ -285,11 +290,7 @@ Routed route_call(const CallArgs& args, const Key& key, CachedRoute& cached, Res
     // call is classified (its buffers may change from call to call).
     if (ctx->device_check) {
         r.replayable = false;
-        if (device_buffers()) {
-            Routed routed = native_because(args, vocab::Reason::device_memory, r);
-            report_candidate(true);
-            return routed;
-        }
+        if (device_buffers()) return native_because(args, vocab::Reason::device_memory, r);
     }
     const kernels::KernelTable& kernels = kernels::active();
     const auto op_index = static_cast<std::size_t>(cls.kop);

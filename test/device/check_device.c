@@ -99,8 +99,10 @@ int main(int argc, char** argv) {
     static const size_t counts[] = {0, 1, 7, 1031, 65537};
     const MPI_Datatype types[] = {MPI_INT, MPI_DOUBLE, MPI_UNSIGNED_LONG};
     long calls = 0, device_calls = 0, bad = 0;
-    // Each key is called several times, so that served routes are cached and would be replayed.
-    for (int round = 0; round < 6; ++round)
+    // Each key is called several times, so that served routes are cached and would be replayed; "first" (device
+    // buffers in the first 3 rounds, host buffers after) gives each key enough host calls to finish exploring.
+    const int rounds = !strcmp(placement, "first") ? 36 : 6;
+    for (int round = 0; round < rounds; ++round)
         for (int c = 0; c < 2; ++c) {
             const MPI_Comm comm = c == 0 ? MPI_COMM_WORLD : half;
             int comm_rank, comm_size;
@@ -115,7 +117,8 @@ int main(int argc, char** argv) {
                                                                                      : MPI_MAX;
                         const size_t n = counts[ci], bytes = n * kind_size[k];
                         int device = !strcmp(placement, "all") || (!strcmp(placement, "rank0") && rank == 0) ||
-                                     (!strcmp(placement, "alternate") && (round + (int)ci) % 2 == 0);
+                                     (!strcmp(placement, "alternate") && (round + (int)ci) % 2 == 0) ||
+                                     (!strcmp(placement, "first") && round < 3);
                         void* send = device ? fake_cuda_malloc(bytes) : malloc(bytes ? bytes : 1);
                         void* recv = device ? fake_cuda_malloc(bytes) : malloc(bytes ? bytes : 1);
                         int was = fake_cuda_host_access(1);
