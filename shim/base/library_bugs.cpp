@@ -13,7 +13,9 @@ std::string activate(const std::string& library_version) {
         bool any = false;
         for (const std::string& name : policy::bug_datatypes(table[i]))
             any |= mark_library_bug(name.c_str(), table[i].ops, static_cast<int>(i));
-        if (any) active += (active.empty() ? "" : ", ") + std::string(table[i].id);
+        if (!any) continue;
+        g_in_force[i].store(true, std::memory_order_relaxed);
+        active += (active.empty() ? "" : ", ") + std::string(table[i].id);
     }
     return active;
 }

@@ -164,7 +164,9 @@ std::string to_json(const Report& r) {
     put_agg(totals, r.total);
     json sharp = json::object();  // the SHARP path's counters by their arshim_sharp_calls() names, summed over ranks
     json fallbacks = json::array();
-    json library_bugs = json::object();  // calls that hit each known library bug, by entry id (docs/library-bugs.md)
+    // Calls that hit each known library bug in force for this library (and these settings), by entry id: an entry
+    // that does not affect this library's version, or every entry under ARSHIM_LIBRARY_BUGS=ignore, is absent.
+    json library_bugs = json::object();
     json verify = json::object();        // verify mode (docs/verify.md), summed over ranks
     json argument_check = json::object();
     json tuning = json::object();
@@ -181,7 +183,7 @@ std::string to_json(const Report& r) {
         } else if (section == std::string("sharp")) {
             sharp[key] = calls;
         } else if (section == std::string("library_bugs")) {
-            if (*key != '\0') library_bugs[key] = calls;
+            if (*key != '\0' && bugs::in_force(key)) library_bugs[key] = calls;
         } else if (calls != 0) {  // reasons
             fallbacks.push_back(json{{"reason", key}, {"calls", calls}, {"fallback", key != std::string("policy")}});
         }

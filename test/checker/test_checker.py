@@ -26,9 +26,13 @@ def test_no_wrong_result_under_the_default_settings(harness, np, comm):
     assert out["cases"] > 0 and out["wrong"] == 0, run.describe()
 
 
-def test_the_library_alone_gives_wrong_results(harness):
-    """The control: without ARShim the library's known bugs give wrong results, which the checker finds."""
+def test_the_library_alone_gives_wrong_results_where_an_entry_is_in_force(harness):
+    """The control: without ARShim the library's known bugs give wrong results, which the checker finds; a library
+    version with no entry in force (MPICH 4.2.1, 5.0.2) gives none (else ARShim's table misses a bug of it)."""
     run = harness.run(2, harness.program(PROGRAM), args=["--show", "0"], shim=False)
     out = checked(run)
+    if not harness.library_bugs_in_force():
+        assert out["cases"] > 0 and out["wrong"] == 0 and run.returncode == 0, run.describe()
+        return
     assert out["cases"] > 0 and out["wrong"] > 0, run.describe()
     assert run.returncode != 0, run.describe()

@@ -147,20 +147,20 @@ done
 # the parent of rank 5, so a missing rank 1 is an inner node (rank 5 gives up on it, ranks 2-4 hear "disabled" from
 # rank 0) and a missing rank 5 is reported to rank 0 through rank 1.
 unset ARSHIM_TEST_YIELD_LIB
-mpmd() {  # mpmd PRELOAD...: "shim" or "none" for each rank, one rank per word
-  local cmd=() args=() start=$SECONDS
+mpmd() {  # mpmd PRELOAD...: "shim" or "none" for each rank, one rank per word (test/support/per_rank.sh gives each
+  # rank its own preload, as an MPMD line would: Debian 13's mpirun.openmpi crashes on MPMD lines, ompi#13303)
+  local cmd=() settings=() start=$SECONDS
   case $flavor in
     openmpi) cmd=(mpirun.openmpi --oversubscribe --mca mpi_yield_when_idle 1 --mca btl self,vader --bind-to none) ;;
     mpich) cmd=(mpirun.mpich) ;;
   esac
   for p in "$@"; do
-    local e=(env ARSHIM_INIT_TIMEOUT=2)
-    if [[ $p == shim ]]; then e+=(LD_PRELOAD="$shim${yield_lib:+:$yield_lib}")
-    elif [[ -n $yield_lib ]]; then e+=(LD_PRELOAD="$yield_lib"); fi
-    [[ ${#args[@]} -gt 0 ]] && args+=(:)
-    args+=(-n 1 "${e[@]}" "$prog" sum)
+    local e=ARSHIM_INIT_TIMEOUT=2
+    if [[ $p == shim ]]; then e+=",LD_PRELOAD=$shim${yield_lib:+:$yield_lib}"
+    elif [[ -n $yield_lib ]]; then e+=",LD_PRELOAD=$yield_lib"; fi
+    settings+=("$e")
   done
-  out=$(timeout -k 10 180 "${cmd[@]}" "${args[@]}" 2>&1)
+  out=$(timeout -k 10 180 "${cmd[@]}" -n $# "$here/../support/per_rank.sh" "${settings[@]}" -- "$prog" sum 2>&1)
   rc=$? secs=$((SECONDS - start))
 }
 # The job finished with right sums: had ARShim stayed on at some ranks, their calls would take ARShim's node paths
@@ -173,9 +173,21 @@ expect_all_off() {  # expect_all_off NAME PATTERN...
 }
 mpmd shim none
 expect "ARShim on rank 0 only: finishes, names rank 1" 'arshim\[0\] warning: ARShim is not loaded on ranks 1 \(1 of 2 ranks\)'
+# MPICH 4.2 (Debian 13) cannot cancel a sent message and aborts MPI_Finalize when MPI_COMM_WORLD holds one nobody
+# received: a rank with ARShim whose parent lacks it leaves its report there (README "Settings"). The job still ran
+# with ARShim off everywhere and right sums; only that abort, named by MPICH, is let through.
+library_kept_the_report() {
+  if [[ $flavor == mpich && $rc -ne 0 ]] && grep -qE "has [0-9]+ unmatched message" <<<"$out" &&
+     grep -q ": ok (0 failures)" <<<"$out"; then
+    echo "note: $1: MPICH aborted MPI_Finalize over the start-up check's unreceived report (README \"Settings\")"
+    rc=0
+  fi
+}
 mpmd none shim
+library_kept_the_report "ARShim on rank 1 only"
 expect "ARShim on rank 1 only: finishes, that rank says rank 0 did not answer" 'arshim\[1\] warning: rank 0 .*did not answer'
 mpmd shim none shim shim shim shim
+library_kept_the_report "6 ranks, not on rank 1"
 expect_all_off "6 ranks, not on rank 1 (an inner node of the check's tree)" \
   'arshim\[0\] warning: ARShim is not loaded on ranks 1 \(1 of 6 ranks\)' \
   'arshim\[5\] warning: rank 1 .*did not answer'

@@ -13,7 +13,11 @@ import os
 import pytest
 
 PROGRAM = "test/mpi/check_allreduce"
-SETTINGS = {"ARSHIM_LOG": "info", "ARSHIM_STATS_SUMMARY": 1, "ARSHIM_PHASE_TIMES": 1}
+# hwloc (inside both MPIs' MPI_Init) parses topology XML with libxml2 on Debian 13, and libxml2 (its XPath NaN
+# init there) raises FE_INVALID: a trapping program dies natively in MPI_Init there, before ARShim does anything.
+# HWLOC_LIBXML=0 makes hwloc use its own XML code, so the control run passes and a trap left is ARShim's.
+LIBRARY_QUIET = {"HWLOC_LIBXML": 0}
+SETTINGS = dict(LIBRARY_QUIET, ARSHIM_LOG="info", ARSHIM_STATS_SUMMARY=1, ARSHIM_PHASE_TIMES=1)
 
 
 def trap_lib(harness):
@@ -29,7 +33,7 @@ def checked(run):
 
 def test_the_library_alone_raises_no_trap(harness):
     checked(harness.run(2, harness.program(PROGRAM), args=["--quick"], shim=trap_lib(harness),
-                        env={"CHECK_FLAVOR": harness.flavor}, timeout=200))
+                        env=dict(LIBRARY_QUIET, CHECK_FLAVOR=harness.flavor), timeout=200))
 
 
 @pytest.mark.parametrize("path", ["auto", "pipelined", "multileader", "latency", "reproducible"])

@@ -71,6 +71,18 @@ class Harness:
         self.yield_lib = os.path.join(self.build, "test", "libarshim-test-yield.so")
         with open(SCHEMA_FILE) as f:
             self.schema = json.load(f)
+        self._bugs_in_force = None
+
+    def library_bugs_in_force(self):
+        """The ids of the known library bugs ARShim's table has in force for this flavor's MPI library (the keys of
+        a statistics log's library_bugs), from one short run of the example; the same for the whole session. A test
+        whose control expects the library's own wrong results expects them exactly where an entry is in force."""
+        if self._bugs_in_force is None:
+            run = self.run(2, os.path.join(self.build, "examples", f"allreduce_sweep-{self.flavor}"),
+                           args=["--max", "64"], env={"ARSHIM_PATH": "native"}, stats=True, trace=False)
+            assert run.returncode == 0 and run.stats is not None, run.describe()
+            self._bugs_in_force = sorted(run.stats["library_bugs"])
+        return self._bugs_in_force
 
     def shim(self, variant=""):
         """The preload library of this flavor (variant "faulty": the test-only library with fault hooks)."""

@@ -23,17 +23,24 @@ def test_the_known_bugs_are_routed_around(harness, np, path):
     assert run.returncode == 0, run.describe()
     out = account(run)
     assert out["calls"] > 0 and out["wrong"] == 0, run.describe()
-    # The statistics count the calls that hit a bug and were computed with ARShim's kernels.
+    # The statistics count the calls that hit a bug in force and were computed with ARShim's kernels (a library
+    # version with none in force, such as MPICH 4.2.1, has none to count: its own results must be right).
     assert run.stats is not None, run.describe()
-    assert sum(run.stats["library_bugs"].values()) > 0, run.stats["library_bugs"]
+    assert sorted(run.stats["library_bugs"]) == harness.library_bugs_in_force(), run.stats["library_bugs"]
+    if harness.library_bugs_in_force():
+        assert sum(run.stats["library_bugs"].values()) > 0, run.stats["library_bugs"]
 
 
 @pytest.mark.parametrize("np", [2, 3])
-def test_the_library_alone_is_wrong(harness, np):
-    """The control: with the table ignored, the library's own reduction gives the wrong results the test above
-    would see."""
+def test_the_library_alone_is_wrong_exactly_where_an_entry_is_in_force(harness, np):
+    """The control: with the table ignored, the library's own reduction gives the wrong results the test above would
+    see where the table has entries in force for this library version, and right ones where it has none (else the
+    table misses a bug of this version)."""
     run = harness.run(np, harness.program(PROGRAM), env={"ARSHIM_PATH": "native", "ARSHIM_LIBRARY_BUGS": "ignore"},
                       stats=True, trace=False)
     out = account(run)
-    assert out["wrong"] > 0, run.describe()
-    assert sum(run.stats["library_bugs"].values()) == 0, run.stats["library_bugs"]
+    if harness.library_bugs_in_force():
+        assert out["wrong"] > 0, run.describe()
+    else:
+        assert out["wrong"] == 0, run.describe()
+    assert run.stats["library_bugs"] == {}, run.stats["library_bugs"]

@@ -96,22 +96,21 @@ out=${result#*$'\n'} rc=${result%%$'\n'*}
 [[ $rc -ne 0 ]] && rc=1
 check "ARSHIM_STRICT=1: the same line, then the job aborts" 1 'ARSHIM_SEGMENT_BYTES="12Q".*ARSHIM_STRICT=1' "$out" "$rc"
 
-# Ranks launched with different settings (an MPMD launch, as a careless job script would do): rank 1 asks for
+# Ranks launched with different settings (as a careless job script would do, e.g. an MPMD launch): rank 1 asks for
 # multileader and a missing policy file, rank 0 for pipelined. Rank 0's settings are broadcast at MPI_Init, so
-# both ranks take the pipelined path, and nobody reads the missing file. (Open MPI's -x is per program of an MPMD
-# line.)
+# both ranks take the pipelined path, and nobody reads the missing file. Each rank gets its own environment from
+# test/support/per_rank.sh, not an MPMD line (Debian 13's mpirun.openmpi crashes on those, open-mpi/ompi#13303).
 unset ARSHIM_TEST_YIELD_LIB
+per_rank=$here/../support/per_rank.sh
+preload=LD_PRELOAD=$shim${yield_lib:+:$yield_lib}
+rank_settings=("$preload,ARSHIM_PATH=pipelined"
+               "$preload,ARSHIM_PATH=multileader,ARSHIM_POLICY=/nonexistent/policy.toml")
 case $flavor in
   openmpi)
     out=$(timeout -k 10 120 mpirun.openmpi --oversubscribe --mca mpi_yield_when_idle 1 --mca btl self,vader \
-            --bind-to none \
-            -n 1 -x LD_PRELOAD="$shim" -x ARSHIM_PATH=pipelined "$prog" 512:pipelined 1048576:pipelined : \
-            -n 1 -x LD_PRELOAD="$shim" -x ARSHIM_PATH=multileader -x ARSHIM_POLICY=/nonexistent/policy.toml \
-            "$prog" 512:pipelined 1048576:pipelined 2>&1) ;;
+            --bind-to none -n 2 "$per_rank" "${rank_settings[@]}" -- "$prog" 512:pipelined 1048576:pipelined 2>&1) ;;
   mpich)
-    out=$(timeout -k 10 120 mpirun.mpich -genv LD_PRELOAD "$shim${yield_lib:+:$yield_lib}" \
-            -n 1 -env ARSHIM_PATH pipelined "$prog" 512:pipelined 1048576:pipelined : \
-            -n 1 -env ARSHIM_PATH multileader -env ARSHIM_POLICY /nonexistent/policy.toml \
+    out=$(timeout -k 10 120 mpirun.mpich -n 2 "$per_rank" "${rank_settings[@]}" -- \
             "$prog" 512:pipelined 1048576:pipelined 2>&1) ;;
 esac
 rc=$?
