@@ -39,14 +39,32 @@ struct Layout {
     int nodes() const { return (p + ppn - 1) / ppn; }
 };
 
+// The size section a message of b bytes falls in (MachineParams::sections), or none: factors 1, no overhead.
+const MachineParams::SizeSection& size_section(const MachineParams& m, double b) {
+    static const MachineParams::SizeSection kNone{};
+    const MachineParams::SizeSection* found = &kNone;
+    const int n = std::clamp(m.size_sections, 0, MachineParams::kMaxSizeSections);
+    for (int i = 0; i < n && m.sections[i].above < b; ++i) found = &m.sections[i];
+    return *found;
+}
+
+// A message's latency part: the fixed cost `latency` x the section's factor, plus its per-message overheads.
+double message_latency(const MachineParams::SizeSection& s, double latency, double b) {
+    return latency * s.lat + s.overhead + s.overhead_per_byte * b;
+}
+
 // An intra-node message of b bytes through the libraries' shared-memory transport: a' plus two copies (into the
 // shared buffer and out of it).
-Cost intra_step(const MachineParams& m, double b) { return {m.intra_latency, 2 * b / m.copy_bw, 0, 1}; }
+Cost intra_step(const MachineParams& m, double b) {
+    const auto& s = size_section(m, b);
+    return {message_latency(s, m.intra_latency, b), 2 * b / (m.copy_bw * s.bw), 0, 1};
+}
 
 // An inter-node message of b bytes while `streams` messages leave the node at once: alpha plus b at the per-stream
 // share B(streams) / streams of the node's bandwidth.
 Cost inter_step(const MachineParams& m, double b, double streams) {
-    return {m.alpha, b * streams / node_bandwidth(m, streams), 0, 1};
+    const auto& s = size_section(m, b);
+    return {message_latency(s, m.alpha, b), b * streams / (node_bandwidth(m, streams) * s.bw), 0, 1};
 }
 
 Cost reduction(const MachineParams& m, double b) { return {0, 0, b / m.gamma}; }
@@ -214,13 +232,15 @@ Cost mpich_flat(const MachineParams& m, const Layout& l, double n) {
 Cost mpich_node_reduce(const MachineParams& m, int ppn, double n) {
     if (ppn <= 1) return {};
     const int levels = ceil_log2(ppn);
-    Cost c{m.intra_latency * levels, n / m.copy_bw, 0, double(levels)};
+    const auto& s = size_section(m, n);
+    Cost c{message_latency(s, m.intra_latency, n) * levels, n / (m.copy_bw * s.bw), 0, double(levels)};
     c += reduction(m, n * levels);
     return c;
 }
 Cost mpich_node_bcast(const MachineParams& m, int ppn, double n) {
     if (ppn <= 1) return {};
-    return {m.intra_latency, 2 * n / m.copy_bw, 0, 1};
+    const auto& s = size_section(m, n);
+    return {message_latency(s, m.intra_latency, n), 2 * n / (m.copy_bw * s.bw), 0, 1};
 }
 
 // MPICH 4.0.2 ch4 (maint/tuning/coll/ch4/generic.json): a communicator within one node takes composition gamma

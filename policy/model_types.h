@@ -20,6 +20,21 @@ struct MachineParams {
     double net_bw = 1.2e9;        // inter-node bandwidth of one stream, bytes/s (1/b, 1/beta)
     double stream_gain = 2;       // s >= 1: how far l concurrent streams of one node can raise its aggregate
                                   // bandwidth, B(l) = net_bw * l / (1 + (l - 1) / s) (see node_bandwidth())
+    // A simulated network's corrections by message size (arshim simulate --network: SMPI's smpi/lat-factor,
+    // smpi/bw-factor, smpi/os and smpi/or). A message of b bytes takes the last section whose `above` is below b
+    // (SimGrid's FactorSet: a section applies to messages larger than its bound) and costs alpha (intra_latency
+    // within a node) x lat + overhead + overhead_per_byte x b, moving at net_bw (copy_bw) x bw. No section (a real
+    // machine's parameters, the tuner's fit): factors 1, no overhead.
+    struct SizeSection {
+        double above = 0;              // bytes
+        double lat = 1;                // x alpha, x intra_latency
+        double bw = 1;                 // x net_bw, x copy_bw
+        double overhead = 0;           // s per message (sender's plus receiver's)
+        double overhead_per_byte = 0;  // s per byte
+    };
+    static constexpr int kMaxSizeSections = 64;
+    int size_sections = 0;  // sorted by `above`, ascending
+    SizeSection sections[kMaxSizeSections] = {};
 };
 
 // A call's shape: message size and block placement of ppn ranks on each of `nodes` nodes (rank r on node r / ppn).

@@ -91,9 +91,14 @@ def test_bound():
 
 def test_resume_reads_done_rows(tmp_path):
     out = tmp_path / "s.csv"
-    out.write_text("nodes,ppn,bytes,config,sim_us,model_us,bound_us\n4,4,8,native-mpich,11.1,,0.001\n"
-                   "4,4,65536,native-mpich,81.2,,7.9\n4,4,8,cut")
-    assert simulate.read_done(str(out)) == {("4", "4", "8", "native-mpich"), ("4", "4", "65536", "native-mpich")}
+    out.write_text("nodes,ppn,bytes,config,sim_us,model_us,bound_us,network,algorithm\n"
+                   "4,4,8,native-mpich,11.1,,0.001,smpi,rdb: x\n4,4,65536,native-mpich,81.2,,7.9,ideal,\n4,4,8,cut")
+    assert simulate.read_done(str(out)) == {("4", "4", "8", "native-mpich", "smpi"),
+                                            ("4", "4", "65536", "native-mpich", "ideal")}
+    # A CSV from before --network (no network column) is not resumed: its rows name no network.
+    (tmp_path / "old.csv").write_text("nodes,ppn,bytes,config,sim_us,model_us,bound_us\n4,4,8,native-mpich,1,,1\n")
+    with pytest.raises(simulate.SimulateError, match="names no network"):
+        simulate.read_done(str(tmp_path / "old.csv"))
     assert simulate.read_done(str(tmp_path / "absent.csv")) == set()
     (tmp_path / "other.csv").write_text("a,b\n1,2\n")
     with pytest.raises(simulate.SimulateError, match="not a CSV of arshim simulate"):
@@ -185,13 +190,14 @@ def test_efficiency_and_loopback_in_the_platform():
 
 
 def test_smpi_factors_by_size():
-    # SimGrid 3.32's tables: from 64 KiB - 64 bytes on, 0.940694 of the bandwidth and 11.6436 x the latency.
+    # SimGrid 3.32's tables: above 64 KiB - 64 bytes, 0.940694 of the bandwidth and 11.6436 x the latency. A section
+    # applies to messages larger than its bound (SimGrid's FactorSet); at or below the first, factor 1.
     assert simulate.smpi_factor(simulate.SMPI_BW_FACTOR, 1 << 20) == 0.940694
-    assert simulate.smpi_factor(simulate.SMPI_LAT_FACTOR, 65472) == 11.6436
-    assert simulate.smpi_factor(simulate.SMPI_LAT_FACTOR, 65471) == 3.48845
+    assert simulate.smpi_factor(simulate.SMPI_LAT_FACTOR, 65473) == 11.6436
+    assert simulate.smpi_factor(simulate.SMPI_LAT_FACTOR, 65472) == 3.48845
     assert simulate.smpi_factor(simulate.SMPI_LAT_FACTOR, 8) == 2.01467
-    assert simulate.smpi_factor(simulate.SMPI_BW_FACTOR, 0) == 0.812084
-    assert simulate.factor_text(simulate.SMPI_LAT_FACTOR).startswith("65472:11.6436;15424:3.48845;")
+    assert simulate.smpi_factor(simulate.SMPI_BW_FACTOR, 0) == 1.0
+    assert simulate.factor_text(simulate.SMPI_LAT_FACTOR).startswith("0:2.01467;257:1.95341;")
 
 
 @pytest.mark.parametrize("nodes,topology,links", [(2, "flat", 2), (1024, "flat", 2), (16, "fat-tree", 2),
@@ -202,21 +208,20 @@ def test_route_links(nodes, topology, links):
 
 
 def test_model_params_from_the_platform():
-    # 2 x 1 at 1 MiB: pieces of 512 KiB (latency) and 512 KiB (bandwidth), both SMPI's factors from 64 KiB.
+    # The route and the link raw; SMPI's factors go with them as the table the model reads per message.
     p = simulate.model_params(1 << 20, 2, 1, 1, 1, "flat")
-    assert p["alpha"] == pytest.approx(2 * 1e-6 * 11.6436)            # two links of 1 us, SMPI's latency factor
-    assert p["net_bw"] == pytest.approx(125e6 * 0.940694 / 1.05)     # 0.896 of the link each way
+    assert p["alpha"] == pytest.approx(2 * 1e-6)                      # two links of 1 us
+    assert p["net_bw"] == pytest.approx(125e6 / 1.05)                 # cross traffic's acknowledgements
     assert p["stream_gain"] == 1 and p["gamma"] == simulate.NO_COMPUTE_GAMMA
-    assert p["intra_latency"] == pytest.approx(0.2e-6 * 11.6436)
-    assert p["copy_bw"] == pytest.approx(2 * 20e9 * 0.940694)
-    # 16 x 4 at 1 MiB: the smallest pieces are 16 KiB (latency factor 3.48845), the largest 512 KiB.
+    assert p["intra_latency"] == pytest.approx(0.2e-6) and p["copy_bw"] == pytest.approx(2 * 20e9)
+    assert p["network"][-1] == [65472, 11.6436, 0.940694, 0.0, 0.0] and p["network"][0][0] == 0
+    assert simulate.model_params(8, 2, 1, 1, 1, "flat") == p          # the size no longer folds the factors in
     p = simulate.model_params(1 << 20, 16, 4, 100, 1, "flat", efficiency=0.5, loopback_gbytes=2, loopback_latency_us=1)
-    assert p["alpha"] == pytest.approx(2 * 1e-6 * 3.48845) and p["intra_latency"] == pytest.approx(1e-6 * 3.48845)
-    assert p["net_bw"] == pytest.approx(12.5e9 * 0.5 * 0.940694 / 1.05)
-    assert p["copy_bw"] == pytest.approx(2 * 2e9 * 0.940694)
-    small = simulate.model_params(8, 2, 1, 100, 1, "flat")
-    assert small["alpha"] == pytest.approx(2 * 1e-6 * 2.01467)
-    assert small["net_bw"] == pytest.approx(12.5e9 * 0.812084 / 1.05)
+    assert p["net_bw"] == pytest.approx(12.5e9 * 0.5 / 1.05) and p["intra_latency"] == pytest.approx(1e-6)
+    # The tuner's one-latency machine still folds them: 16 KiB pieces (3.48845), 512 KiB (0.940694).
+    f = simulate.folded_params(1 << 20, 16, 4, 100, 1, "flat", efficiency=0.5, loopback_gbytes=2, loopback_latency_us=1)
+    assert f["alpha"] == pytest.approx(2 * 1e-6 * 3.48845) and f["intra_latency"] == pytest.approx(1e-6 * 3.48845)
+    assert f["net_bw"] == pytest.approx(12.5e9 * 0.5 * 0.940694 / 1.05)
 
 
 def test_presets_fill_only_what_is_not_given():

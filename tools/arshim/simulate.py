@@ -3,12 +3,15 @@
 
   arshim simulate --nodes 16 --ppn 4 [--link-gbit 100] [--latency-us 1] [--topology flat|fat-tree|torus]
                   [--bandwidth-efficiency 1] [--loopback-gbytes 20] [--loopback-latency-us 0.2] [--preset rig]
-                  [--platform FILE] [--sizes 8,64K,4M] [--configs ...] [--policy TUNED.toml]
-                  [--model-from auto|platform|policy] [--out simulate.csv] [--resume]
+                  [--network smpi|ideal|FILE] [--platform FILE] [--sizes 8,64K,4M] [--configs ...]
+                  [--policy TUNED.toml] [--model-from auto|platform|policy] [--out simulate.csv] [--resume]
 
 Generates a SimGrid platform (or takes --platform) and a hostfile of --ppn ranks on each of --nodes hosts, then runs
 the probe (tools/simulate/probe.c) under smpirun once per configuration, over all --sizes:
-  native-mpich, native-ompi       SMPI's own allreduce under its MPICH or Open MPI selector, no ARShim;
+  native-mpich, native-ompi       the library's own allreduce, no ARShim: per size, the SMPI algorithm that stands
+                                  for what MPICH 4.0.2 runs (forced, --cfg=smpi/allreduce:<algorithm>), and SMPI's
+                                  Open MPI selector (Open MPI 4.1's fixed rules; recursive doubling forced where
+                                  Open MPI falls back to it) (library_algorithms.py; the CSV's algorithm column);
   arshim-default-mpich, -ompi     ARShim (libarshim-smpi.a) with its built-in policy over each selector;
   arshim-<path>-mpich, -ompi      ARShim with ARSHIM_PATH=<path> (pipelined, multileader, reproducible);
   arshim-tuned-mpich, -ompi       ARShim with the --policy table before its built-in rules (ARSHIM_POLICY,
@@ -16,19 +19,24 @@ the probe (tools/simulate/probe.c) under smpirun once per configuration, over al
 The platform: every host's link carries --link-gbit x --bandwidth-efficiency (the payload's share of the line rate,
 e.g. TCP goodput) with --latency-us per link; within a host a loopback of --loopback-gbytes GB/s and
 --loopback-latency-us. --preset rig gives the values fitted to the emulated cluster of docs/cluster.md (PRESETS;
-docs/scale.md "Calibration against the emulated rig") to the options not given. smpirun gets SMPI's size-dependent
-latency and bandwidth factors explicitly (SMPI_LAT_FACTOR, SMPI_BW_FACTOR: SimGrid 3.32's defaults).
-Every row of the CSV is nodes,ppn,bytes,config,sim_us,model_us,bound_us: sim_us the simulated time per call (the
+docs/scale.md "Calibration against the emulated rig") to the options not given. --network (network.py) sets SMPI's
+size-dependent latency and bandwidth factors, cross traffic and per-message overheads: smpi (default: SimGrid 3.32's
+defaults, given explicitly), ideal (factors 1, no cross traffic: the world of the link bound) or a calibration file
+(tools/simulate/networks/*.toml), whose [platform] values also fill the options not given (after --preset).
+Every row of the CSV is nodes,ppn,bytes,config,sim_us,model_us,bound_us,network,algorithm: sim_us the simulated time
+per call (the
 maximum over ranks), bound_us the link bound 2 (n-1)/n x bytes / line rate for n > 1 nodes (empty on one node),
 model_us ARShim's cost model's prediction for the same call (policy/cost_model.h, one `arshim-policy predict` per
 run): for native-<sel> the library's own allreduce, for arshim-default-<sel> the built-in table's decision (the SMPI
 build decides with the rules of the selector's library: Open MPI's under ompi, MPICH's otherwise), for arshim-tuned-<sel> the --policy table's, for
 arshim-<path>-<sel> the path with the parameters ARSHIM_PATH gives it; the algorithms costed are MPICH 4.0.2's for
-the mpich selector and Open MPI 4.1.4's for ompi. The model's machine comes from the platform (model_params: SMPI's
-factors, the loopback, no charge for computation) or, with --policy and --model-from auto or policy, from the
+the mpich selector and Open MPI 4.1.4's for ompi. The model's machine comes from the platform (model_params: the
+route's latency, the link's rate and the loopback, with the network's table, which the model reads at the message
+size of every step; no charge for computation) or, with --policy and --model-from auto or policy, from the
 table's [model]. Empty where the model has none (the reproducible path). With --platform FILE the model and the
 bound take --link-gbit, --latency-us and the loopback options as the file's. Progress goes to stderr; --resume skips
-the (nodes, ppn, bytes, config) rows already in the CSV. Bad input (arshim-tuned-* without --policy, a table ARShim
+the (nodes, ppn, bytes, config, network) rows already in the CSV; network names the network, algorithm the
+native rows' algorithm. Bad input (arshim-tuned-* without --policy, a table ARShim
 would reject, an unknown topology or preset, 0 nodes, no smpirun) is one line on stderr and exit status 2.
 """
 import argparse
@@ -47,7 +55,9 @@ import tempfile
 import time
 
 from . import ToolError, files, options
+from . import network as networks
 from .candidates import LATENCY_MAX_BYTES, candidate, candidate_names
+from .library_algorithms import native_algorithm
 from .sizes import parse_size, size_text
 from .text import escape, one_line
 
@@ -59,7 +69,7 @@ CONFIGS = tuple(f"native-{s}" for s in SELECTORS) + tuple(f"arshim-default-{s}" 
 TUNED_CONFIGS = tuple(f"arshim-tuned-{s}" for s in SELECTORS)  # only with --policy
 # The cost model's name for the library each selector reimplements (arshim-policy predict --mpi).
 MODEL_FLAVOR = {"mpich": "mpich", "ompi": "openmpi"}
-COLUMNS = ("nodes", "ppn", "bytes", "config", "sim_us", "model_us", "bound_us")
+COLUMNS = ("nodes", "ppn", "bytes", "config", "sim_us", "model_us", "bound_us", "network", "algorithm")
 MAX_NODES = 1 << 16
 MAX_PPN = 1024
 MAX_CSV_BYTES = 64 << 20
@@ -72,18 +82,11 @@ TUNABLES = "glibc.rtld.optional_static_tls=2097152"
 # Within a host, messages take the host's loopback link (the generator's defaults).
 LOOPBACK_GBYTES = 20.0
 LOOPBACK_LATENCY_US = 0.2
-# SMPI's network model (network/model:SMPI) corrects each message by its size: its latency by smpi/lat-factor and its
-# bandwidth by smpi/bw-factor, piecewise (from SIZE bytes on: FACTOR). These are SimGrid 3.32's defaults, given to
-# smpirun explicitly so that the simulation and the model's parameters (model_params) use the same table whatever
-# SimGrid's own defaults are.
-SMPI_BW_FACTOR = ((65472, 0.940694), (15424, 0.697866), (9376, 0.58729), (5776, 1.08739), (3484, 0.77493),
-                  (1426, 0.608902), (732, 0.341987), (257, 0.338112), (0, 0.812084))
-SMPI_LAT_FACTOR = ((65472, 11.6436), (15424, 3.48845), (9376, 2.59299), (5776, 2.18796), (3484, 1.88101),
-                   (1426, 1.61075), (732, 1.9503), (257, 1.95341), (0, 2.01467))
-# network/crosstraffic (on by default): a transfer also loads the reverse direction of its route with 5% of its rate
-# (the acknowledgements), so two hosts exchanging a message each way get bw-factor / 1.05 of their links each
-# (measured: 2 nodes x 1, 1 Gbit/s, 1 to 4 MiB, 0.896 of the link).
-CROSSTRAFFIC = 1.05
+# SMPI's network model: the tables and settings of each --network live in network.py (SimGrid 3.32's defaults for
+# --network smpi: SMPI_LAT_FACTOR, SMPI_BW_FACTOR, cross traffic's 1.05).
+SMPI_BW_FACTOR = networks.SMPI_BW_FACTOR
+SMPI_LAT_FACTOR = networks.SMPI_LAT_FACTOR
+CROSSTRAFFIC = networks.CROSSTRAFFIC
 # SMPI charges no simulated time for computation here (docs/scale.md): its own reductions are never charged, and the
 # host CPU time of a rank's code (ARShim's copies and SIMD reductions) costs nearly nothing at the default
 # smpi/host-speed. The model's reduction throughput is therefore "free": 1e18 bytes/s (1 GiB in 1 ns).
@@ -224,12 +227,13 @@ def run_group(command, workdir, env, timeout):
 
 
 def smpi_factor(table, nbytes):
-    """The factor SMPI's network model applies to a message of `nbytes` (SMPI_BW_FACTOR, SMPI_LAT_FACTOR)."""
-    return next(f for size, f in table if nbytes >= size)
+    """The factor SMPI's network model applies to a message of `nbytes` (a section applies to messages larger than its
+    bound: SimGrid's FactorSet)."""
+    return networks.factor_at(table, nbytes)
 
 
 def factor_text(table):
-    return ";".join(f"{size}:{f:g}" for size, f in table)
+    return networks.table_text(table)
 
 
 def route_links(nodes, topology):
@@ -248,31 +252,46 @@ def route_links(nodes, topology):
 
 
 def model_params(nbytes, nodes, ppn, link_gbit, latency_us, topology, efficiency=1.0,
-                 loopback_gbytes=LOOPBACK_GBYTES, loopback_latency_us=LOOPBACK_LATENCY_US):
+                 loopback_gbytes=LOOPBACK_GBYTES, loopback_latency_us=LOOPBACK_LATENCY_US, network=networks.SMPI):
     """The cost model's machine (policy/model_types.h MachineParams, SI units) for calls of `nbytes` on `nodes` x
-    `ppn` of the generated platform, as SMPI's network model charges the messages of such a call. SMPI's factors
-    depend on a message's size, the model has one latency and one bandwidth: the latency factor is the one of the
-    smallest pieces an allreduce sends (nbytes / ranks: a ring's step, Rabenseifner's last), which pay most of the
-    latencies, the bandwidth factor the one of the largest (nbytes / 2), which carry most of the bytes.
-      alpha          the route's latency (route_links x --latency-us) x smpi/lat-factor;
-      net_bw         the link's payload rate (--link-gbit x --bandwidth-efficiency) x smpi/bw-factor / 1.05
-                     (crosstraffic: the algorithms exchange, so both directions carry data and acknowledgements);
+    `ppn` of the generated platform, and under "network" the network's corrections by message size (network.py
+    sections; MachineParams::sections), which the model applies at the size of each message it costs, as SMPI does:
+      alpha          the route's latency (route_links x --latency-us), x the network's latency factor per message;
+      net_bw         the link's payload rate (--link-gbit x --bandwidth-efficiency), / 1.05 under cross traffic (the
+                     algorithms exchange, so both directions carry data and acknowledgements), x the bandwidth factor
+                     per message;
       stream_gain    1: a host's concurrent streams share its one link;
-      intra_latency  the loopback's latency x smpi/lat-factor;
-      copy_bw        twice the loopback's rate x smpi/bw-factor: a message within a host moves at the loopback's
-                     rate in each direction, and the model's intra-node step costs 2 b / copy_bw. ARShim's own node
-                     copies cost nothing in SMPI, which one copy_bw cannot tell apart (docs/scale.md "model_us");
-      gamma          NO_COMPUTE_GAMMA: SMPI charges no time for reductions."""
-    lat = smpi_factor(SMPI_LAT_FACTOR, nbytes / max(1, nodes * ppn))
-    bw = smpi_factor(SMPI_BW_FACTOR, nbytes / 2)
+      intra_latency  the loopback's latency, x the latency factor per message;
+      copy_bw        twice the loopback's rate (x the bandwidth factor): a message within a host moves at the
+                     loopback's rate in each direction, and the model's intra-node step costs 2 b / copy_bw. ARShim's
+                     own node copies cost nothing in SMPI, which one copy_bw cannot tell apart (docs/scale.md
+                     "model_us");
+      gamma          NO_COMPUTE_GAMMA: SMPI charges no time for reductions;
+      network        [[above, lat, bw, overhead, overhead_per_byte], ...], overhead the network's smpi/os + smpi/or.
+    `nbytes` does not change them: the table does the work per message."""
     return {
-        "alpha": route_links(nodes, topology) * latency_us * 1e-6 * lat,
-        "net_bw": link_gbit * efficiency * 1e9 / 8 * bw / CROSSTRAFFIC,
+        "alpha": route_links(nodes, topology) * latency_us * 1e-6,
+        "net_bw": link_gbit * efficiency * 1e9 / 8 * network.bandwidth_share(),
         "stream_gain": 1.0,
-        "intra_latency": loopback_latency_us * 1e-6 * lat,
-        "copy_bw": 2 * loopback_gbytes * 1e9 * bw,
+        "intra_latency": loopback_latency_us * 1e-6,
+        "copy_bw": 2 * loopback_gbytes * 1e9,
         "gamma": NO_COMPUTE_GAMMA,
+        "network": network.sections(),
     }
+
+
+def folded_params(nbytes, nodes, ppn, link_gbit, latency_us, topology, efficiency=1.0,
+                  loopback_gbytes=LOOPBACK_GBYTES, loopback_latency_us=LOOPBACK_LATENCY_US, network=networks.SMPI):
+    """model_params without the table, for a model that takes one latency and one bandwidth (the tuner's probe of
+    the machine, SimulatedCluster.machine_params): the latency factor of the smallest pieces an allreduce of `nbytes`
+    sends (nbytes / ranks) with their overheads, the bandwidth factor of the largest (nbytes / 2)."""
+    p = model_params(nbytes, nodes, ppn, link_gbit, latency_us, topology, efficiency, loopback_gbytes,
+                     loopback_latency_us, network)
+    small, large = nbytes / max(1, nodes * ppn), nbytes / 2
+    lat, bw = smpi_factor(network.lat_factor, small), smpi_factor(network.bw_factor, large)
+    overhead = network.overhead(small)
+    return {"alpha": p["alpha"] * lat + overhead, "net_bw": p["net_bw"] * bw, "stream_gain": 1.0,
+            "intra_latency": p["intra_latency"] * lat + overhead, "copy_bw": p["copy_bw"] * bw, "gamma": p["gamma"]}
 
 
 def hostfile_text(nodes, ppn):
@@ -397,7 +416,8 @@ def config_sizes(config, sizes, args):
 
 
 def read_done(path):
-    """The (nodes, ppn, bytes, config) keys already in the CSV (--resume); a file that is not our CSV is refused."""
+    """The (nodes, ppn, bytes, config, network) keys already in the CSV (--resume); a file that is not our CSV is
+    refused (one written before --network too: its rows name no network)."""
     if not os.path.exists(path):
         return set()
     try:
@@ -407,22 +427,41 @@ def read_done(path):
     rows = list(csv.reader(io.StringIO(text)))
     if not rows or tuple(rows[0]) != COLUMNS:
         raise SimulateError(f"--resume: {escape(path)} is not a CSV of arshim simulate (its header is not "
-                            f"{','.join(COLUMNS)})")
-    return {tuple(r[:4]) for r in rows[1:] if len(r) == len(COLUMNS)}
+                            f"{','.join(COLUMNS)}; one written before --network names no network: start another "
+                            "--out)")
+    return {tuple(r[:4]) + (r[7],) for r in rows[1:] if len(r) == len(COLUMNS)}
+
+
+def native_algorithms(selector, nodes, ppn, sizes):
+    """{bytes: (SMPI algorithm to force or None for the selector's, what the library runs)} of native-<selector>."""
+    return {s: native_algorithm(selector, nodes, ppn, s) for s in sizes}
 
 
 def run_config(args, config, sizes, platform, hostfile, workdir):
-    """Runs the probe once for `config` over `sizes`: ({bytes: simulated us per call}, {bytes: the share of the
-    calls the forced path served, -1 when no path is forced})."""
+    """Runs the probe for `config` over `sizes`: ({bytes: simulated us per call}, {bytes: the share of the calls the
+    forced path served, -1 when no path is forced}, {bytes: the algorithm column}). A native configuration runs once
+    per algorithm its library picks among the sizes (library_algorithms.py), forced with smpi/allreduce."""
     kind, _, selector = config_parts(config)
-    return run_probe(args, selector, kind != "native", config_settings(config, args), sizes, args.nodes * args.ppn,
-                     platform, hostfile, workdir, config)
+    if kind != "native":
+        times, served = run_probe(args, selector, True, config_settings(config, args), sizes, args.nodes * args.ppn,
+                                  platform, hostfile, workdir, config)
+        return times, served, {s: "" for s in sizes}
+    chosen = native_algorithms(selector, args.nodes, args.ppn, sizes)
+    times, served = {}, {}
+    for forced in dict.fromkeys(a for a, _ in chosen.values()):
+        group = [s for s in sizes if chosen[s][0] == forced]
+        t, v = run_probe(args, selector, False, {}, group, args.nodes * args.ppn, platform, hostfile, workdir,
+                         config, forced)
+        times.update(t)
+        served.update(v)
+    return times, served, {s: (f"{a}: " if a else "") + what for s, (a, what) in chosen.items()}
 
 
-def run_probe(args, selector, with_arshim, settings, sizes, ranks, platform, hostfile, workdir, what):
-    """One smpirun of the probe (with ARShim and `settings`, or SMPI's own allreduce) under `selector` over `sizes`
-    on `ranks` ranks placed by `hostfile`: ({bytes: simulated us per call}, {bytes: share of the calls the forced
-    path served, or -1}). `what` names the run in errors."""
+def run_probe(args, selector, with_arshim, settings, sizes, ranks, platform, hostfile, workdir, what, algorithm=None):
+    """One smpirun of the probe (with ARShim and `settings`, or SMPI's own allreduce) under `selector` (and with
+    `algorithm` forced for every allreduce, smpi/allreduce) on --network over `sizes` on `ranks` ranks placed by
+    `hostfile`: ({bytes: simulated us per call}, {bytes: share of the calls the forced path served, or -1}). `what`
+    names the run in errors."""
     probe = args.probe_arshim if with_arshim else args.probe_native
     if not probe or not os.path.isfile(probe):
         raise SimulateError(f"no probe program for {what} ({probe or 'not built'}): build ARShim with -Dsmpi "
@@ -432,10 +471,11 @@ def run_probe(args, selector, with_arshim, settings, sizes, ranks, platform, hos
     for name in [n for n in env if n.startswith("ARSHIM_")]:
         del env[name]
     env.update(settings)
+    network = getattr(args, "network_model", None) or networks.SMPI
     command = [args.smpirun, "-np", str(ranks), "-platform", platform, "-hostfile", hostfile,
-               f"--cfg=smpi/coll-selector:{selector}", f"--cfg=smpi/bw-factor:{factor_text(SMPI_BW_FACTOR)}",
-               f"--cfg=smpi/lat-factor:{factor_text(SMPI_LAT_FACTOR)}", "--log=root.thres:critical", probe,
-               "--iterations", str(args.iterations)] + [str(s) for s in sizes]
+               f"--cfg=smpi/coll-selector:{selector}"] + network.smpi_config() + \
+        ([f"--cfg=smpi/allreduce:{algorithm}"] if algorithm else []) + \
+        ["--log=root.thres:critical", probe, "--iterations", str(args.iterations)] + [str(s) for s in sizes]
     try:
         done = run_group(command, workdir, env, args.timeout)
     except subprocess.TimeoutExpired:
@@ -470,6 +510,7 @@ def model_rows(args, sizes, configs, platform):
         if with_platform:
             for shape in shapes:
                 shape["params"] = model_params(shape["bytes"], args.nodes, args.ppn, **platform)
+                shape["network"] = shape["params"].pop("network")
         # Each selector's library decides with its own rules, as the SMPI build does (shim/core/flavor_smpi.cpp).
         command = [program, "predict", "--shapes", "-"]
         env = {k: v for k, v in os.environ.items() if not k.startswith("ARSHIM_")}
@@ -555,6 +596,9 @@ def build_parser():
     parser.add_argument("--loopback-gbytes", help="each host's loopback, GB/s (default 20)")
     parser.add_argument("--loopback-latency-us", help="each host's loopback latency, microseconds (default 0.2)")
     parser.add_argument("--topology", default="flat", help="flat (one switch), fat-tree or torus (default flat)")
+    parser.add_argument("--network", default="smpi", help="SMPI's network model: smpi (SimGrid 3.32's default "
+                        "factors and cross traffic, default), ideal (factors 1, no cross traffic: the link bound's "
+                        "world) or a calibration file (TOML, tools/simulate/networks/)")
     parser.add_argument("--platform", help="a SimGrid platform file to use instead (hosts node-0, node-1, ...)")
     parser.add_argument("--sizes", default="8,64K,4M", help="message sizes (default 8,64K,4M)")
     parser.add_argument("--configs", default="all", help="configurations (default: all; the arshim-tuned ones with "
@@ -588,8 +632,10 @@ def platform_options(args):
     if args.preset is not None and args.preset not in PRESETS:
         raise SimulateError(f"--preset {quoted(args.preset)}: unknown; allowed: {', '.join(PRESETS)}")
     preset = PRESETS.get(args.preset, {})
-    value = {k: getattr(args, k) if getattr(args, k) is not None else preset.get(k, PLATFORM_DEFAULTS[k])
-             for k in PLATFORM_DEFAULTS}
+    calibrated = getattr(args, "network_model", None)
+    calibrated = calibrated.platform if calibrated is not None else {}
+    value = {k: getattr(args, k) if getattr(args, k) is not None else
+             preset.get(k, calibrated.get(k, PLATFORM_DEFAULTS[k])) for k in PLATFORM_DEFAULTS}
     efficiency = positive_float("--bandwidth-efficiency", value["bandwidth_efficiency"])
     if efficiency > 1:
         raise SimulateError(f"--bandwidth-efficiency {value['bandwidth_efficiency']}: must be at most 1")
@@ -607,6 +653,10 @@ def check_cluster(args):
     args.ppn = positive_int("--ppn", args.ppn, MAX_PPN)
     args.iterations = positive_int("--iterations", args.iterations, 1 << 20)
     args.timeout = positive_float("--timeout", args.timeout, MAX_TIMEOUT_S)
+    try:
+        args.network_model = networks.network(args.network)
+    except networks.NetworkError as e:
+        raise SimulateError(str(e)) from None
     platform_values = platform_options(args)
     if args.topology not in TOPOLOGIES:
         raise SimulateError(f"--topology {quoted(args.topology)}: unknown; allowed: {', '.join(TOPOLOGIES)}")
@@ -644,8 +694,8 @@ class SimulatedCluster:
         except ValueError as e:
             raise SimulateError(f"--simulate {quoted(option_text)}: {e}") from None
         allowed = {"--nodes", "--ppn", "--preset", "--link-gbit", "--latency-us", "--bandwidth-efficiency",
-                   "--loopback-gbytes", "--loopback-latency-us", "--topology", "--platform", "--iterations",
-                   "--timeout", "--smpirun"}
+                   "--loopback-gbytes", "--loopback-latency-us", "--topology", "--network", "--platform",
+                   "--iterations", "--timeout", "--smpirun"}
         given = {w.split("=")[0] for w in words if w.startswith("--")}  # not "-5", a value
         if given - allowed:
             raise SimulateError(f"--simulate: {escape(', '.join(sorted(given - allowed)))} is not a cluster option; "
@@ -678,7 +728,7 @@ class SimulatedCluster:
         v = self.values
         return (f"simulated {self.args.nodes} x {self.args.ppn} ({self.args.topology}, {v['link_gbit']:g} Gbit/s x "
                 f"{v['efficiency']:g}, {v['latency_us']:g} us; loopback {v['loopback_gbytes']:g} GB/s, "
-                f"{v['loopback_latency_us']:g} us)")
+                f"{v['loopback_latency_us']:g} us; network {self.args.network_model.name})")
 
     def run(self, selector, settings, sizes, one_per_host=False, with_arshim=True, what="probe"):
         ranks = self.args.nodes * (1 if one_per_host else self.args.ppn)
@@ -688,8 +738,11 @@ class SimulatedCluster:
     def machine_params(self):
         """The machine as the tuner measures it (its probe's --params): latencies of the smallest messages,
         bandwidths of 1 MiB calls, as SMPI charges them on this platform (model_params)."""
-        small = model_params(8, self.args.nodes, self.args.ppn, topology=self.args.topology, **self.values)
-        large = model_params(1 << 20, self.args.nodes, self.args.ppn, topology=self.args.topology, **self.values)
+        network = self.args.network_model
+        small = folded_params(8, self.args.nodes, self.args.ppn, topology=self.args.topology, network=network,
+                              **self.values)
+        large = folded_params(1 << 20, self.args.nodes, self.args.ppn, topology=self.args.topology, network=network,
+                              **self.values)
         return {"alpha": small["alpha"], "intra_latency": small["intra_latency"], "net_bw": large["net_bw"],
                 "copy_bw": large["copy_bw"], "gamma": large["gamma"]}
 
@@ -712,10 +765,11 @@ def simulate(args):
         if not os.path.isfile(args.policy):
             raise SimulateError(f"--policy {files.escape(args.policy)}: not a regular file")
     done = read_done(args.out) if args.resume else set()
-    todo = [(c, [s for s in config_sizes(c, sizes, args) if (str(args.nodes), str(args.ppn), str(s), c) not in done])
-            for c in configs]
+    network = args.network_model
+    todo = [(c, [s for s in config_sizes(c, sizes, args)
+                 if (str(args.nodes), str(args.ppn), str(s), c, network.name) not in done]) for c in configs]
     todo = [(c, s) for c, s in todo if s]
-    model_platform = dict(platform_values, topology=args.topology)
+    model_platform = dict(platform_values, topology=args.topology, network=network)
     model, model_where = model_rows(args, sizes, configs, model_platform) if todo else ({}, "")
     workdir = tempfile.mkdtemp(prefix="arshim-simulate.")
     try:
@@ -723,12 +777,13 @@ def simulate(args):
         if not os.path.lexists(args.out):
             files.write_file(args.out, ",".join(COLUMNS) + "\n")
         skipped = sum(len(config_sizes(c, sizes, args)) for c in configs) - sum(len(s) for _, s in todo)
-        print(f"arshim simulate: {args.nodes} nodes x {args.ppn} ppn, {len(todo)} simulations to run"
+        print(f"arshim simulate: {args.nodes} nodes x {args.ppn} ppn, network {network.describe()}, {len(todo)} "
+              "simulations to run"
               + (f", {skipped} rows already in {escape(args.out)}" if skipped else "")
               + (f"; model_us from {model_where}" if todo else ""), file=sys.stderr)
         for index, (config, these_sizes) in enumerate(todo, 1):
             started = time.monotonic()
-            times, served = run_config(args, config, these_sizes, platform, hostfile, workdir)
+            times, served, algorithms = run_config(args, config, these_sizes, platform, hostfile, workdir)
             with append_rows(args.out) as f:
                 writer = csv.writer(f)
                 for s in these_sizes:
@@ -736,7 +791,7 @@ def simulate(args):
                     predicted = model.get((s, config))
                     writer.writerow([args.nodes, args.ppn, s, config, f"{times[s]:.3f}",
                                      "" if predicted is None else f"{predicted:.3f}",
-                                     "" if bound is None else f"{bound:.3f}"])
+                                     "" if bound is None else f"{bound:.3f}", network.name, algorithms[s]])
             print(f"arshim simulate: [{index}/{len(todo)}] {config}: "
                   + ", ".join(f"{size_text(s)} {times[s]:.1f} us" for s in these_sizes)
                   + f" ({time.monotonic() - started:.1f} s)", file=sys.stderr)

@@ -40,7 +40,29 @@ struct ShapeIn {
     uint32_t nodes = 1, ppn = 1;
     uint64_t bytes = 0;
     std::vector<std::pair<std::string, double>> params;  // this shape's own machine parameters
+    std::vector<model::MachineParams::SizeSection> network;  // its network's corrections by message size
 };
+
+// "network": [[above, lat, bw, overhead, overhead_per_byte], ...], ascending bounds (arshim simulate --network).
+std::vector<model::MachineParams::SizeSection> network_of(const json& list) {
+    if (!list.is_array() || list.size() > static_cast<std::size_t>(model::MachineParams::kMaxSizeSections))
+        throw BadInput("--shapes: network must be a list of at most 64 sections");
+    std::vector<model::MachineParams::SizeSection> out;
+    for (const json& row : list) {
+        if (!row.is_array() || row.size() != 5 ||
+            !std::all_of(row.begin(), row.end(), [](const json& v) { return v.is_number(); }))
+            throw BadInput("--shapes: a network section is [above, lat, bw, overhead, overhead_per_byte]");
+        model::MachineParams::SizeSection s{row[0].get<double>(), row[1].get<double>(), row[2].get<double>(),
+                                            row[3].get<double>(), row[4].get<double>()};
+        if (!std::isfinite(s.above) || s.above < 0 || !std::isfinite(s.lat) || s.lat < 0 || !std::isfinite(s.bw) ||
+            s.bw <= 0 || !std::isfinite(s.overhead) || s.overhead < 0 || !std::isfinite(s.overhead_per_byte) ||
+            s.overhead_per_byte < 0 || (!out.empty() && s.above <= out.back().above))
+            throw BadInput("--shapes: network sections need ascending bounds of at least 0, factors at least 0 "
+                           "(bandwidth above 0) and overheads of at least 0");
+        out.push_back(s);
+    }
+    return out;
+}
 
 // Text from the command line or a file in a message: one line, escaped, between single quotes.
 std::string quote(const std::string& text) { return "'" + printable(text, 60) + "'"; }
@@ -106,7 +128,7 @@ std::vector<ShapeIn> shapes_from_layouts(const PredictArgs& args) {
             nodes > 0xFFFFFFFFull || ppn > 0xFFFFFFFFull || nodes * ppn > 0xFFFFFFFFull)
             throw BadInput("--layout " + quote(layout) + ": write NODESxPPN, e.g. 64x16");
         for (uint64_t bytes : sizes)
-            out.push_back({static_cast<uint32_t>(nodes), static_cast<uint32_t>(ppn), bytes, {}});
+            out.push_back({static_cast<uint32_t>(nodes), static_cast<uint32_t>(ppn), bytes, {}, {}});
     }
     return out;
 }
@@ -147,6 +169,7 @@ std::vector<ShapeIn> shapes_from_file(const std::string& file) {
                 in.params.push_back(checked_param(key, value.get<double>()));
             }
         }
+        if (s.contains("network")) in.network = network_of(s["network"]);
         out.push_back(std::move(in));
     }
     return out;
@@ -269,7 +292,9 @@ int run_predict(const PredictArgs& args) {
         for (const ShapeIn& in : shapes) {
             std::vector<std::pair<std::string, double>> keys = base;
             keys.insert(keys.end(), in.params.begin(), in.params.end());
-            const model::MachineParams m = tuned::params_from_keys(keys);
+            model::MachineParams m = tuned::params_from_keys(keys);
+            m.size_sections = static_cast<int>(in.network.size());
+            std::copy(in.network.begin(), in.network.end(), m.sections);
             const model::Shape shape{in.bytes, static_cast<int>(in.ppn), static_cast<int>(in.nodes)};
             CallFacts facts;
             facts.bytes = in.bytes;
@@ -293,8 +318,10 @@ int run_predict(const PredictArgs& args) {
                 entry["paths"] = paths;
                 flavors[flavor_name(f)] = entry;
             }
-            predictions.push_back({{"nodes", in.nodes}, {"ppn", in.ppn}, {"bytes", in.bytes},
-                                   {"params", params_json(m)}, {"flavors", flavors}});
+            json prediction = {{"nodes", in.nodes}, {"ppn", in.ppn}, {"bytes", in.bytes},
+                               {"params", params_json(m)}, {"flavors", flavors}};
+            if (!in.network.empty()) prediction["network_sections"] = in.network.size();
+            predictions.push_back(prediction);
         }
         out["predictions"] = predictions;
         std::cout << out.dump() << "\n";

@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""`arshim simulate --network` and the native configurations' algorithms under SimGrid's SMPI, end to end
+(docs/scale.md "The network", "Which algorithm each native row ran"). On 2 hosts x 1 at 1 MiB both libraries run
+Rabenseifner (MPICH 4.0.2: reduce_scatter_allgather, forced as rab_rdb; Open MPI 4.1: rule 6, the ompi selector's
+rab_rdb): two exchanges of 512 KiB. So the simulated time is known in closed form on each network, and the cost
+model's, which reads the network's table at the size of each message, must say the same:
+- ideal (factors 1, no cross traffic, 1 us links, 100 Gbit/s): 2 x (2 us + 512 KiB / 12.5 GB/s) = 87.886 us;
+- edr (tools/simulate/networks/edr.toml: 0.5 us links, above 256 KiB 5.7 x the route's latency and 0.975 of the
+  link, 0.153 us of smpi/os and of smpi/or per message): 2 x (5.7 us + 0.306 us + 512 KiB / 12.1875 GB/s);
+- smpi (SimGrid 3.32's defaults): 2 x (11.6436 x 2 us + 512 KiB / (12.5 GB/s x 0.940694 / 1.05)).
+And on 4 hosts x 2, native-mpich must run what MPICH 4.0.2 runs there (smp_rdb at 8 B, smp_rsag_rab at 64 KiB:
+the algorithm column), not SMPI's mpich selector (its two-level recursive doubling).
+
+  network_check.py ARSHIM WORKDIR
+"""
+import csv
+import os
+import subprocess
+import sys
+
+HALF = 512 * 1024
+EXPECTED = {
+    "ideal": 2 * (2e-6 + HALF / 12.5e9) * 1e6,
+    "edr": 2 * (5.7e-6 + 3.06e-7 + HALF / (12.5e9 * 0.975)) * 1e6,
+    "smpi": 2 * (11.6436 * 2e-6 + HALF / (12.5e9 * 0.940694 / 1.05)) * 1e6,
+}
+
+
+def simulate(arshim, work, name, *options):
+    out = os.path.join(work, name + ".csv")
+    if os.path.exists(out):
+        os.unlink(out)
+    done = subprocess.run([arshim, "simulate", *options, "--out", out], capture_output=True, text=True, timeout=600,
+                          stdin=subprocess.DEVNULL)
+    if done.returncode != 0:
+        sys.exit(f"FAIL: arshim simulate {' '.join(options)} exited {done.returncode}:\n{done.stderr[-2000:]}")
+    with open(out) as f:
+        return {(int(r["bytes"]), r["config"]): r for r in csv.DictReader(f)}
+
+
+def main():
+    arshim, work = sys.argv[1], sys.argv[2]
+    os.makedirs(work, exist_ok=True)
+    failures = []
+    for network, expected in EXPECTED.items():
+        rows = simulate(arshim, work, network, "--nodes", "2", "--ppn", "1", "--sizes", "1M", "--network", network,
+                        "--configs", "native-mpich,native-ompi", "--iterations", "2")
+        for config in ("native-mpich", "native-ompi"):
+            row = rows[(1 << 20, config)]
+            sim, model = float(row["sim_us"]), float(row["model_us"])
+            print(f"{network} {config}: simulated {sim:.2f} us, model {model:.2f} us, closed form {expected:.2f} us "
+                  f"({row['algorithm']})")
+            if row["network"] != network or "rab_rdb" not in row["algorithm"]:
+                failures.append(f"{network} {config}: network {row['network']!r}, algorithm {row['algorithm']!r}")
+            if abs(sim / expected - 1) > 0.02:
+                failures.append(f"{network} {config}: simulated {sim:.2f} us, expected {expected:.2f} us")
+            if abs(model / expected - 1) > 0.01:
+                failures.append(f"{network} {config}: model {model:.2f} us, expected {expected:.2f} us")
+    rows = simulate(arshim, work, "mpich4x2", "--nodes", "4", "--ppn", "2", "--sizes", "8,64K", "--network", "ideal",
+                    "--configs", "native-mpich", "--iterations", "2")
+    small, large = rows[(8, "native-mpich")], rows[(65536, "native-mpich")]
+    print(f"4 x 2 native-mpich: 8 B {small['sim_us']} us ({small['algorithm']}); 64 KiB {large['sim_us']} us "
+          f"({large['algorithm']})")
+    if not small["algorithm"].startswith("smp_rdb:") or not large["algorithm"].startswith("smp_rsag_rab:"):
+        failures.append(f"4 x 2: algorithms {small['algorithm']!r}, {large['algorithm']!r}")
+    if failures:
+        sys.exit("FAIL:\n" + "\n".join(failures))
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main()
