@@ -9,7 +9,8 @@ model's, which reads the network's table at the size of each message, must say t
   link, 0.153 us of smpi/os and of smpi/or per message): 2 x (5.7 us + 0.306 us + 512 KiB / 12.1875 GB/s);
 - smpi (SimGrid 3.32's defaults): 2 x (11.6436 x 2 us + 512 KiB / (12.5 GB/s x 0.940694 / 1.05)).
 And on 4 hosts x 2, native-mpich must run what MPICH 4.0.2 runs there (smp_rdb at 8 B, smp_rsag_rab at 64 KiB:
-the algorithm column), not SMPI's mpich selector (its two-level recursive doubling).
+the algorithm column), not SMPI's mpich selector (its two-level recursive doubling); on 2 hosts x 3 its stand-ins
+where SimGrid's smp_* algorithms deadlock (mvapich2_two_level, rab_rdb) run.
 
   network_check.py ARSHIM WORKDIR
 """
@@ -63,6 +64,15 @@ def main():
           f"({large['algorithm']})")
     if not small["algorithm"].startswith("smp_rdb:") or not large["algorithm"].startswith("smp_rsag_rab:"):
         failures.append(f"4 x 2: algorithms {small['algorithm']!r}, {large['algorithm']!r}")
+    # 3 ranks per host: SimGrid's smp_* algorithms deadlock there (a binomial tree past the host's last rank); the
+    # stand-ins must run.
+    rows = simulate(arshim, work, "mpich2x3", "--nodes", "2", "--ppn", "3", "--sizes", "8,64K", "--network", "ideal",
+                    "--configs", "native-mpich", "--iterations", "2")
+    small, large = rows[(8, "native-mpich")], rows[(65536, "native-mpich")]
+    print(f"2 x 3 native-mpich: 8 B {small['sim_us']} us ({small['algorithm']}); 64 KiB {large['sim_us']} us "
+          f"({large['algorithm']})")
+    if not small["algorithm"].startswith("mvapich2_two_level:") or not large["algorithm"].startswith("rab_rdb:"):
+        failures.append(f"2 x 3: algorithms {small['algorithm']!r}, {large['algorithm']!r}")
     if failures:
         sys.exit("FAIL:\n" + "\n".join(failures))
     print("PASS")

@@ -273,8 +273,11 @@ def test_model_column_under_each_network(fake_sim, tmp_path, capsys):
     (16, 4, 120, "smp_rdb"),      # count 15 < 16
     (16, 4, 128, "smp_rsag_rab"),  # count 16: Rabenseifner among the roots; 64 ranks, a power of two
     (16, 4, 4 << 20, "smp_rsag_rab"),
-    (16, 28, 4 << 20, "smp_rsag"),  # 448 ranks: SimGrid's smp_rsag_rab refuses; its ring stands in
-    (3, 4, 16, "smp_rsag"),       # count 2 >= pof2(3 roots) = 2
+    (16, 28, 4 << 20, "rab_rdb"),  # 28 per host: SimGrid's smp_* deadlock; flat Rabenseifner stands in
+    (16, 28, 8, "mvapich2_two_level"),  # ... and two levels with recursive doubling among the leaders
+    (16, 28, 120, "mvapich2_two_level"),  # count 15 < 16
+    (16, 12, 128, "rab_rdb"),
+    (3, 4, 16, "smp_rsag"),       # count 2 >= pof2(3 roots) = 2; 12 ranks, smp_rsag_rab refuses: the ring
     (3, 4, 8, "smp_rdb"),
     (1, 16, 4 << 20, "smp_rdb"),  # gamma: one node
     (1, 2, 8, "smp_rdb"),

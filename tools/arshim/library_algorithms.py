@@ -19,7 +19,11 @@ in the host, recursive doubling among the host leaders, binomial broadcast) and 
 recursive halving and doubling among the leaders; SimGrid refuses it unless the communicator's size is a power of
 two, where smp_rsag, a ring reduce-scatter and allgather among the leaders, stands in: the same bytes, 2(h - 1)
 latencies instead of 2 log2 h). The node phase is SMPI's binomial tree over the host's loopback, not MPICH's shared
-cells.
+cells. SimGrid's smp_* algorithms deadlock when the ranks per host are not a power of two (their binomial tree
+inside a host reaches the next host's first rank: measured on 2 x 3 and 16 x 28); there mvapich2_two_level (an
+allreduce in the host, recursive doubling among the leaders, a broadcast) stands for the recursive doubling case and
+rab_rdb on the whole communicator (with block placement each host's link carries the bytes of Rabenseifner among
+the roots; 2 log2 p latencies and no node phase) for the Rabenseifner case.
 
 Open MPI 4.1 (coll/tuned's fixed decision, ompi_coll_tuned_allreduce_intra_dec_fixed, commutative ops): the table of
 policy/cost_model.cpp kOmpiAllreduce, which SimGrid 3.32's ompi selector carries too (smpi_openmpi_selector.cpp,
@@ -74,6 +78,11 @@ def mpich_402(nodes, ppn, nbytes, element=ELEMENT_BYTES):
         return ("rdb" if mpir == "recursive_doubling" else "rab_rdb"), f"ch4 beta: MPIR {mpir}"
     mpir = mpich_mpir(nodes, nbytes, element)
     what = f"ch4 alpha: node reduce, MPIR {mpir} among the {nodes} node roots, node bcast"
+    if ppn & (ppn - 1):
+        # SimGrid's smp_* algorithms deadlock here: their binomial tree inside a host reaches past its last rank.
+        if mpir == "recursive_doubling":
+            return "mvapich2_two_level", what + " (SMPI: node allreduce, not reduce; smp_rdb needs a power-of-two ppn)"
+        return "rab_rdb", what + " (SMPI: Rabenseifner on the whole communicator; smp_* need a power-of-two ppn)"
     if mpir == "recursive_doubling":
         return "smp_rdb", what
     if ranks & (ranks - 1) == 0:
