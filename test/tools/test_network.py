@@ -207,6 +207,25 @@ def test_native_mpich_runs_mpichs_algorithm_per_size_on_the_network(fake_sim, tm
 
 
 @needs_policy_program
+def test_arshim_library_calls_at_one_rank_per_node_run_mpichs_algorithm(fake_sim, tmp_path, capsys):
+    # One rank per node: ARShim's library calls are on communicators of one rank per node, so under mpich they get
+    # MPICH 4.0.2's choice too; under ompi the selector.
+    out = tmp_path / "s.csv"
+    rc = simulate.main(fake_sim["args"] + ["--nodes", "16", "--ppn", "1", "--sizes", "8,1M", "--configs",
+                                           "arshim-default-mpich,arshim-default-ompi", "--out", str(out)])
+    assert rc == 0, capsys.readouterr().err
+    calls = [c for c in fake_sim["log"].read_text().splitlines() if "probe-arshim" in c]
+    assert any("--cfg=smpi/allreduce:rdb" in c and c.endswith(" 8") for c in calls if "selector:mpich" in c)
+    assert any("--cfg=smpi/allreduce:rab_rdb" in c and c.endswith(" 1048576") for c in calls if "selector:mpich" in c)
+    assert not any("smpi/allreduce" in c for c in calls if "selector:ompi" in c)
+    with open(out) as f:
+        rows = {(r["bytes"], r["config"]): r for r in csv.DictReader(f)}
+    assert rows[("1048576", "arshim-default-mpich")]["algorithm"].startswith("rab_rdb: library calls: MPICH 4.0.2")
+    assert rows[("1048576", "arshim-default-ompi")]["algorithm"] == ""
+    assert simulate.library_calls_algorithm("mpich", 16, 4, 1 << 20) == (None, "")
+
+
+@needs_policy_program
 def test_model_reads_the_table_per_message_size(tmp_path):
     # 4 nodes x 1, 1 MiB, MPICH: Rabenseifner, steps of 512 KiB (distance 1) and 256 KiB (distance 2), each twice.
     # A table that charges messages above 300 000 bytes 10 x the latency, half the bandwidth and 1 us more: only the

@@ -440,21 +440,33 @@ def native_algorithms(selector, nodes, ppn, sizes):
 def run_config(args, config, sizes, platform, hostfile, workdir):
     """Runs the probe for `config` over `sizes`: ({bytes: simulated us per call}, {bytes: the share of the calls the
     forced path served, -1 when no path is forced}, {bytes: the algorithm column}). A native configuration runs once
-    per algorithm its library picks among the sizes (library_algorithms.py), forced with smpi/allreduce."""
+    per algorithm its library picks among the sizes (library_algorithms.py), forced with smpi/allreduce; so does an
+    ARShim one where its library calls are known to be the library's choice (library_calls_algorithm)."""
     kind, _, selector = config_parts(config)
-    if kind != "native":
-        times, served = run_probe(args, selector, True, config_settings(config, args), sizes, args.nodes * args.ppn,
-                                  platform, hostfile, workdir, config)
-        return times, served, {s: "" for s in sizes}
-    chosen = native_algorithms(selector, args.nodes, args.ppn, sizes)
+    if kind == "native":
+        chosen = native_algorithms(selector, args.nodes, args.ppn, sizes)
+    else:
+        chosen = {s: library_calls_algorithm(selector, args.nodes, args.ppn, s) for s in sizes}
     times, served = {}, {}
     for forced in dict.fromkeys(a for a, _ in chosen.values()):
         group = [s for s in sizes if chosen[s][0] == forced]
-        t, v = run_probe(args, selector, False, {}, group, args.nodes * args.ppn, platform, hostfile, workdir,
-                         config, forced)
+        t, v = run_probe(args, selector, kind != "native", config_settings(config, args) if kind != "native" else {},
+                         group, args.nodes * args.ppn, platform, hostfile, workdir, config, forced)
         times.update(t)
         served.update(v)
     return times, served, {s: (f"{a}: " if a else "") + what for s, (a, what) in chosen.items()}
+
+
+def library_calls_algorithm(selector, nodes, ppn, nbytes):
+    """(SMPI algorithm to force or None, what it stands for) for ARShim's own library calls under `selector`. At one
+    rank per node under mpich every library allreduce ARShim makes there is on a communicator of one rank per node
+    (the call's own, where the table sends it to the library or the multi-leader path declines to it; the start-up
+    agreement's): MPICH 4.0.2's choice for the call's size is forced, as for native-mpich. With several ranks per
+    node ARShim's calls go to communicators of other sizes and shapes (the leaders' partitions): SMPI's selector."""
+    if selector != "mpich" or ppn != 1 or nodes < 2:
+        return None, ""
+    algorithm, what = native_algorithm(selector, nodes, ppn, nbytes)
+    return algorithm, "library calls: " + what
 
 
 def run_probe(args, selector, with_arshim, settings, sizes, ranks, platform, hostfile, workdir, what, algorithm=None):
