@@ -225,6 +225,28 @@ def test_arshim_library_calls_at_one_rank_per_node_run_mpichs_algorithm(fake_sim
     assert simulate.library_calls_algorithm("mpich", 16, 4, 1 << 20) == (None, "")
 
 
+def test_the_tuners_simulated_library_runs_the_librarys_algorithms(fake_sim, tmp_path):
+    # arshim tune --simulate measures the library's allreduce as arshim simulate's natives run it.
+    probes = {"native": str(tmp_path / "probe-native"), "arshim": str(tmp_path / "probe-arshim")}
+    smpirun = fake_sim["args"][fake_sim["args"].index("--smpirun") + 1]
+    cluster = simulate.SimulatedCluster("--nodes 2 --ppn 2 --network ideal", probes, smpirun=smpirun)
+    try:
+        times, _ = cluster.run("mpich", {}, [8, 1 << 20], with_arshim=False)
+        assert times == {8: 100.0, 1 << 20: 100.0}
+        cluster.run("mpich", {}, [1 << 20], one_per_host=True, with_arshim=False)
+        cluster.run("mpich", {"ARSHIM_PATH": "multileader"}, [1 << 20], one_per_host=True)
+        cluster.run("ompi", {}, [1 << 20], with_arshim=False)
+    finally:
+        cluster.close()
+    calls = fake_sim["log"].read_text().splitlines()
+    assert "--cfg=smpi/allreduce:smp_rdb" in calls[0] and calls[0].endswith(" 8") and "-np 4" in calls[0]
+    assert "--cfg=smpi/allreduce:smp_rsag_rab" in calls[1] and calls[1].endswith(" 1048576")
+    assert "--cfg=smpi/allreduce:rab_rdb" in calls[2] and "-np 2" in calls[2]   # one rank per host: beta
+    assert "--cfg=smpi/allreduce:rab_rdb" in calls[3] and "probe-arshim" in calls[3]  # its library calls, too
+    assert "smpi/allreduce" not in calls[4] and "coll-selector:ompi" in calls[4]
+    assert all("--cfg=network/crosstraffic:0" in c for c in calls)
+
+
 @needs_policy_program
 def test_model_reads_the_table_per_message_size(tmp_path):
     # 4 nodes x 1, 1 MiB, MPICH: Rabenseifner, steps of 512 KiB (distance 1) and 256 KiB (distance 2), each twice.

@@ -443,18 +443,26 @@ def run_config(args, config, sizes, platform, hostfile, workdir):
     per algorithm its library picks among the sizes (library_algorithms.py), forced with smpi/allreduce; so does an
     ARShim one where its library calls are known to be the library's choice (library_calls_algorithm)."""
     kind, _, selector = config_parts(config)
-    if kind == "native":
-        chosen = native_algorithms(selector, args.nodes, args.ppn, sizes)
+    return run_algorithms(args, selector, kind != "native", config_settings(config, args), sizes, args.ppn, platform,
+                          hostfile, workdir, config)
+
+
+def run_algorithms(args, selector, with_arshim, settings, sizes, ppn, platform, hostfile, workdir, what):
+    """The probe on --nodes x `ppn` over `sizes`, once per algorithm forced among them: the library's choice for the
+    natives (native_algorithms), ARShim's library calls' where known (library_calls_algorithm). run_probe's answer
+    and {bytes: the algorithm column}."""
+    if with_arshim:
+        chosen = {s: library_calls_algorithm(selector, args.nodes, ppn, s) for s in sizes}
     else:
-        chosen = {s: library_calls_algorithm(selector, args.nodes, args.ppn, s) for s in sizes}
+        chosen = native_algorithms(selector, args.nodes, ppn, sizes)
     times, served = {}, {}
     for forced in dict.fromkeys(a for a, _ in chosen.values()):
         group = [s for s in sizes if chosen[s][0] == forced]
-        t, v = run_probe(args, selector, kind != "native", config_settings(config, args) if kind != "native" else {},
-                         group, args.nodes * args.ppn, platform, hostfile, workdir, config, forced)
+        t, v = run_probe(args, selector, with_arshim, settings if with_arshim else {}, group, args.nodes * ppn,
+                         platform, hostfile, workdir, what, forced)
         times.update(t)
         served.update(v)
-    return times, served, {s: (f"{a}: " if a else "") + what for s, (a, what) in chosen.items()}
+    return times, served, {s: (f"{a}: " if a else "") + text for s, (a, text) in chosen.items()}
 
 
 def library_calls_algorithm(selector, nodes, ppn, nbytes):
@@ -743,9 +751,12 @@ class SimulatedCluster:
                 f"{v['loopback_latency_us']:g} us; network {self.args.network_model.name})")
 
     def run(self, selector, settings, sizes, one_per_host=False, with_arshim=True, what="probe"):
-        ranks = self.args.nodes * (1 if one_per_host else self.args.ppn)
-        return run_probe(self.args, selector, with_arshim, settings, sizes, ranks, self.platform,
-                         self.one_per_host if one_per_host else self.hostfile, self.workdir, what)
+        """The probe's times and served shares, the library's allreduce running the library's algorithms as in
+        `arshim simulate` (run_algorithms)."""
+        ppn = 1 if one_per_host else self.args.ppn
+        times, served, _ = run_algorithms(self.args, selector, with_arshim, settings, sizes, ppn, self.platform,
+                                          self.one_per_host if one_per_host else self.hostfile, self.workdir, what)
+        return times, served
 
     def machine_params(self):
         """The machine as the tuner measures it (its probe's --params): latencies of the smallest messages,
