@@ -61,3 +61,19 @@ def test_not_a_sweep(tmp_path):
         goal.read_points([str(bad)])
     with pytest.raises(SystemExit, match="not a regular file|No such file"):
         goal.read_points([str(tmp_path / "missing.csv")])
+
+
+def test_networks_are_kept_apart_and_named(tmp_path, capsys):
+    # The same layout on two networks (arshim simulate --network): scored apart, and the output names them.
+    path = tmp_path / "n.csv"
+    path.write_text("nodes,ppn,bytes,config,sim_us,model_us,bound_us,network,algorithm\n"
+                    "4,2,8,native-ompi,11,11,,smpi,\n4,2,8,arshim-default-ompi,13,,,smpi,\n"
+                    "4,2,8,native-ompi,5,5,,edr,\n4,2,8,arshim-default-ompi,5,,,edr,\n")
+    networks = set()
+    rows, _ = goal.score(goal.read_points([str(path)], networks))
+    assert networks == {"smpi", "edr"}
+    assert [r[0] for r in rows] == [(4, 2, "ompi"), (4, 2, "ompi on edr")]
+    assert [r[1]["default within"] for r in rows] == [0, 1]
+    assert goal.main([str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Network: edr, smpi") and "| 4 x 2 | ompi on edr | 1 | - | 1 |" in out

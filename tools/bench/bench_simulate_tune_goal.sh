@@ -7,7 +7,8 @@
 #   bash tools/bench/bench_simulate_tune_goal.sh [OUTDIR]
 #
 # Environment: LAYOUTS ("16x1 16x4 64x1 64x4 16x16"), SIZES (8,512,8K,64K,1M,8M), LINK (Gbit/s, 100), TOPOLOGY
-# (fat-tree), TUNE_ON ("--nodes 2 --ppn 2": the tuner's cluster, on the same links). Needs the SMPI build (-Dsmpi).
+# (fat-tree), NETWORK (smpi; ideal, edr or a calibration file: arshim simulate --network), TUNE_ON ("--nodes 2 --ppn
+# 2": the tuner's cluster, on the same links and network). Needs the SMPI build (-Dsmpi).
 # 64 x 4 takes about 13 minutes on 2 cores, the five layouts about 30; memory stays below 4 GB up to 256 ranks.
 set -euo pipefail
 HERE=$(dirname "$(realpath "${BASH_SOURCE[0]}")")
@@ -17,7 +18,8 @@ OUT=$(realpath -m "${1:-bench-simulate-tune-goal-$(date +%Y%m%d-%H%M%S)}")
 mkdir -p "$OUT"
 LINK=${LINK:-100}
 TOPOLOGY=${TOPOLOGY:-fat-tree}
-platform=(--topology "$TOPOLOGY" --link-gbit "$LINK")
+NETWORK=${NETWORK:-smpi}
+platform=(--topology "$TOPOLOGY" --link-gbit "$LINK" --network "$NETWORK")
 note() { echo "[$(date +%H:%M:%S)] $*" | tee -a "$OUT/log.txt" >&2; }
 for flavor in mpich openmpi; do
   note "tune $flavor on a simulated ${TUNE_ON:---nodes 2 --ppn 2}"

@@ -43,9 +43,11 @@ def split_config(config):
     return None
 
 
-def read_points(paths):
+def read_points(paths, networks=None):
     """{(nodes, ppn, selector): {bytes: {option: (sim_us, model_us or None)}}} of the CSVs; a file that is not a CSV
-    of arshim simulate is refused in one line."""
+    of arshim simulate is refused in one line. Rows simulated on another network than smpi (the CSV's network column,
+    arshim simulate --network) are kept apart: their selector reads "SELECTOR on NETWORK". `networks`, a set, gets
+    every network seen ("smpi" for a CSV from before --network)."""
     points = collections.defaultdict(lambda: collections.defaultdict(dict))
     for path in paths:
         try:
@@ -57,8 +59,12 @@ def read_points(paths):
             raise SystemExit(f"simulate_tune_goal.py: {files.escape(path)}: not a CSV of arshim simulate")
         for r in rows:
             parts = split_config(r.get("config") or "")
+            network = r.get("network") or "smpi"
+            if networks is not None:
+                networks.add(network)
             try:
-                key = (int(r["nodes"]), int(r["ppn"]), parts[1] if parts else "")
+                key = (int(r["nodes"]), int(r["ppn"]), (parts[1] if parts else "") +
+                       ("" if network == "smpi" else f" on {network}"))
                 sim = float(r["sim_us"])
                 model = float(r["model_us"]) if r.get("model_us") else None
                 nbytes = int(r["bytes"])
@@ -100,8 +106,11 @@ def main(argv=None):
     parser.add_argument("csv", nargs="+", help="CSVs of arshim simulate")
     parser.add_argument("--misses", action="store_true", help="list the points where a table is > 10%% behind")
     args = parser.parse_args(argv)
-    rows, misses = score(read_points(args.csv))
+    networks = set()
+    rows, misses = score(read_points(args.csv, networks))
     total = collections.Counter()
+    print("Network: " + ", ".join(escape(n, 40) for n in sorted(networks)) + " (arshim simulate --network; docs/scale.md "
+          "\"The network\")\n")
     print("| layout | selector | points | tuned within 10% of the best | built-in within 10% | tuned > 3% slower than "
           "native | built-in > 3% slower | model's median error |")
     print("|---|---|---|---|---|---|---|---|")
