@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "kernels/binned.h"
+#include "policy/paths/latency.h"
 #include "shim/paths/node_shm.h"
 #include "shim/paths/paths.h"
 
@@ -74,7 +75,10 @@ int gather_fold(PathContext& ctx, ReproState& rs, const Fold& f) {
         rc = PMPI_Allgather(f.in + first * f.size, static_cast<int>(bytes), MPI_BYTE, all, static_cast<int>(bytes),
                             MPI_BYTE, ctx.comm);
         for (std::size_t r = 0; r < p; ++r) rs.sources[r] = all + r * bytes;
-        if (rc == MPI_SUCCESS) f.fold(f.out + first * f.size, rs.sources.data(), p, n);
+        if (rc == MPI_SUCCESS) {
+            f.fold(f.out + first * f.size, rs.sources.data(), p, n);
+            charge::nary(bytes, p);  // the SMPI build's simulated time (shim/base/sim_charge.h); else nothing
+        }
     }
     return rc;
 }
@@ -107,6 +111,7 @@ int exchange_fold(PathContext& ctx, ReproState& rs, const Fold& f) {
         if (rc != MPI_SUCCESS) break;
         for (std::size_t r = 0; r < p; ++r) rs.sources[r] = parts + r * mine;
         f.fold(folded, rs.sources.data(), p, mine / f.size);
+        charge::nary(mine, p);
         rc = PMPI_Allgatherv(folded, static_cast<int>(mine), MPI_BYTE, f.out + first * f.size, rs.counts.data(),
                              rs.displs.data(), MPI_BYTE, ctx.comm);
     }
@@ -158,6 +163,7 @@ int chain_fold(PathContext& ctx, ShmState& st, ReproState& rs, int leaders, MPI_
             for (int r = 0; r < st.ppn; ++r) sources[nsrc++] = st.slot(b, r) + part_first[b] * es;
             char* dst = node < nodes - 1 ? rs.partial[b].data() : result;
             f.fold(dst, sources, nsrc, pc);
+            charge::nary(bytes, nsrc);
             if (node < nodes - 1) {
                 note(PMPI_Isend(dst, static_cast<int>(bytes), MPI_BYTE, node + 1, kForwardTag, leader_comm,
                                 &forward[b]));
@@ -187,6 +193,7 @@ int chain_fold(PathContext& ctx, ShmState& st, ReproState& rs, int leaders, MPI_
             else wait_at_least(st.reduced[j].value, s);
         }
         std::memcpy(f.out + first * es, st.result(static_cast<int>(s % kShmBuffers)), n * es);
+        charge::copy(n * es);
         publish_waking(st.copied[me], s);
     };
 
@@ -196,6 +203,7 @@ int chain_fold(PathContext& ctx, ShmState& st, ReproState& rs, int leaders, MPI_
         const std::size_t n = std::min(chunk_elements, f.count - first);
         const uint64_t s = ++st.sequence;
         std::memcpy(st.slot(static_cast<int>(s % kShmBuffers), me), f.in + first * es, n * es);
+        charge::copy(n * es);
         publish_waking(st.arrived[me], s);
         if (leader) start(s, n);
         if (pending != 0) finish(pending, pending_first, pending_n);
@@ -289,6 +297,16 @@ PathOutcome serve_reproducible(const Call& call) {
     if (exact)
         return PathOutcome::done(call.type.type == kernels::Type::f64 ? exact_sum<double>(call, rs)
                                                                        : exact_sum<float>(call, rs));
+    // A small call on one node: the latency path's slots, whose every rank folds all the node's slots in node-rank
+    // order (= communicator rank order on one node) with the same n-ary kernel: the rank-order fold, bit for bit, in
+    // about the time of the latency path instead of the node window's protocol (docs/reproducible.md "Cost").
+    if (call.ctx.node_count == 1 && call.bytes <= policy::kLatencyMaxBytes && call.ctx.warm()) {
+        const policy::ReproAlgorithm wanted = call.decision.get<policy::ReproducibleParams>().algorithm;
+        if (wanted == policy::ReproAlgorithm::automatic || wanted == policy::ReproAlgorithm::node) {
+            const PathOutcome small = serve_latency(call);
+            if (small.served) return small;
+        }
+    }
     const char* in =
         static_cast<const char*>(call.args.sendbuf == MPI_IN_PLACE ? call.args.recvbuf : call.args.sendbuf);
     const Fold f{in, static_cast<char*>(call.args.recvbuf), static_cast<std::size_t>(call.args.count), call.type.size,

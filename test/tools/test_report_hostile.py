@@ -100,6 +100,11 @@ INVALID = {
     "run-an-array": (mutated(lambda d: d.update(run=[])), "$.run: [] is not of type 'object'"),
     "communicators-an-object": (mutated(lambda d: d.update(communicators={"a": 1})), "$.communicators: "),
     "nodes-without-ppn": (mutated(lambda d: d["run"].pop("ppn")), "$.run: 'nodes' without 'ppn'"),
+    # Counts are never negative (issue 56): a log saying so is refused, not printed.
+    "negative-calls": (mutated(lambda d: d["totals"].update(calls=-5)), "$.totals.calls: -5 is less than the minimum of 0"),
+    "negative-bytes": (mutated(lambda d: d["paths"][0].update(bytes=-1)), "$.paths.0.bytes: -1 is less than the minimum"),
+    "negative-ranks": (mutated(lambda d: d["rows"][0].update(ranks=-2)), "$.rows.0.ranks: -2 is less than the minimum"),
+    "negative-np": (mutated(lambda d: d["run"].update(np=-4)), "$.run.np: -4 is less than the minimum of 1"),
 }
 
 
