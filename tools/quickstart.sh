@@ -1,22 +1,30 @@
 #!/usr/bin/env bash
 # One-command set-up for a fresh Debian 12 (bookworm) or 13 (trixie) machine (run as root, or with sudo available):
 #
-#   bash tools/quickstart.sh demo   install what is missing, build, run examples/allreduce_sweep under MPICH and
-#                                   Open MPI with ARShim preloaded (through `arshim run`), show ARShim's summary
-#   bash tools/quickstart.sh test   install what is missing, build, run the whole test suite
-#   bash tools/quickstart.sh build  install what is missing and build only
-#   bash tools/quickstart.sh install  install what is missing only
+#   bash tools/quickstart.sh demo   install what the demo needs, build only the libraries, the CLI and the example,
+#                                   run examples/allreduce_sweep under MPICH and Open MPI with ARShim preloaded
+#                                   (through `arshim run`), show ARShim's summary
+#   bash tools/quickstart.sh test   install everything the suite uses, build everything, run the whole test suite
+#   bash tools/quickstart.sh build  install everything and build everything
+#   bash tools/quickstart.sh install  install everything only
 #
-# BUILD_DIR (default: build) selects the build directory; JOBS (default: ninja's own choice) caps `meson compile -j`.
+# A build directory the demo configured (tests, fuzzers and the SimGrid build switched off) is reconfigured with
+# everything on by the next `test` or `build`.
+#
+# BUILD_DIR (default: build) selects the build directory; JOBS (default: ninja's own choice) caps `meson compile -j`;
+# SETUP_OPTIONS (e.g. "-Dfuzz=disabled -Dsmpi=disabled") are added to `meson setup` when the build directory is made.
 # tools/checks/platform.sh runs this script inside a Debian 13 or 14 chroot (docs/install.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 JOBS=${JOBS:-}
+read -r -a setup_options <<<"${SETUP_OPTIONS:-}"
 
-PACKAGES=(build-essential gfortran meson ninja-build pkg-config python3 python3-numpy python3-mpi4py
-          python3-pytest mpich libmpich-dev openmpi-bin libopenmpi-dev
-          libspdlog-dev libunwind-dev catch2 libtomlplusplus-dev nlohmann-json3-dev libcli11-dev
+# What the demo needs: a compiler, meson, both MPIs and the libraries the shim links.
+DEMO_PACKAGES=(build-essential meson ninja-build pkg-config python3 mpich libmpich-dev openmpi-bin libopenmpi-dev
+               libspdlog-dev libunwind-dev libtomlplusplus-dev nlohmann-json3-dev libcli11-dev)
+# What the whole suite needs besides.
+PACKAGES=("${DEMO_PACKAGES[@]}" gfortran python3-numpy python3-mpi4py python3-pytest catch2
           clang iproute2 procps libdw-dev python3-matplotlib python3-jsonschema
           g++-aarch64-linux-gnu qemu-user
           slurmctld slurmd slurm-client munge lmod debhelper scalapack-mpi-test libsimgrid-dev)
@@ -61,11 +69,29 @@ install_missing() {
   apt_install "$rt"
 }
 
+demo_stamp=$BUILD_DIR/.quickstart-demo-only
 build() {
   if [[ ! -f $BUILD_DIR/build.ninja ]]; then
-    meson setup "$BUILD_DIR" --buildtype=release
+    meson setup "$BUILD_DIR" --buildtype=release "${setup_options[@]}"
+  elif [[ -f $demo_stamp ]]; then
+    # Configured by the demo: everything back on, and the dependencies installed since then found.
+    meson setup --reconfigure "$BUILD_DIR" -Dtests=true -Dfuzz=auto -Dsmpi=auto
+    rm -f "$demo_stamp"
   fi
   meson compile -C "$BUILD_DIR" ${JOBS:+-j "$JOBS"}
+}
+
+# The demo's build: the two shim libraries and the example (the `arshim` CLI is written by meson setup).
+build_demo() {
+  if [[ ! -f $BUILD_DIR/build.ninja ]]; then
+    meson setup "$BUILD_DIR" --buildtype=release -Dtests=false -Dfuzz=disabled -Dsmpi=disabled "${setup_options[@]}"
+    touch "$demo_stamp"
+  fi
+  local targets=() flavor
+  for flavor in mpich openmpi; do
+    targets+=("arshim-$flavor" "allreduce_sweep-$flavor")
+  done
+  meson compile -C "$BUILD_DIR" ${JOBS:+-j "$JOBS"} "${targets[@]}"
 }
 
 demo() {
@@ -105,7 +131,8 @@ PY
 }
 
 case ${1:-} in
-  demo) install_missing; build; demo ;;
+  demo) t0=$SECONDS; apt_install "${DEMO_PACKAGES[@]}"; build_demo; demo
+        echo; echo "quickstart: demo done in $((SECONDS - t0)) s (install, build, both runs)" ;;
   test) shift; install_missing; build; run_tests "$@" ;;
   build) install_missing; build ;;
   install) install_missing ;;

@@ -13,8 +13,9 @@
 # ends; (3) a snapshot of this source tree (tracked and untracked files, not ignored ones such as build*/) copied to
 # /src/arshim inside; (4) the packages installed by the tree's own tools/quickstart.sh (one package list for every
 # release); (5) a build in /var/tmp/arshim-build inside the chroot (kept, so a rerun only recompiles what changed),
-# with $ARSHIM_PLATFORM_JOBS (default 2) jobs; (6) `meson test` with the arguments given, its closing line
-# "N passed, N failed, N skipped", and its exit status as this script's.
+# with $ARSHIM_PLATFORM_JOBS (default 2) jobs and $ARSHIM_PLATFORM_SETUP (meson setup options, e.g.
+# "-Dfuzz=disabled -Dsmpi=disabled"; they apply when that build directory is made); (6) `meson test` with the
+# arguments given, its closing line "N passed, N failed, N skipped", and its exit status as this script's.
 # Exit status: the suite's; 1 when a step before the suite fails; 2 on bad arguments.
 set -euo pipefail
 
@@ -24,7 +25,7 @@ release=$1
 shift
 case $release in
   trixie | forky) ;;
-  -h | --help) sed -n '2,18p' "$0" | cut -c3-; exit 0 ;;
+  -h | --help) sed -n '2,19p' "$0" | cut -c3-; exit 0 ;;
   *) echo "platform.sh: unknown release '$release' (allowed: trixie, forky)" >&2; exit 2 ;;
 esac
 if [[ $# -gt 0 ]]; then
@@ -142,7 +143,8 @@ step_done
 # after a foreground child ends); the cleanup then ends what runs inside.
 inside() {
   chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
-    LANG=C.UTF-8 TERM=dumb BUILD_DIR=$build_dir JOBS="$jobs" PLATFORM_SH_RUN_TOKEN="$token" "$@" &
+    LANG=C.UTF-8 TERM=dumb BUILD_DIR=$build_dir JOBS="$jobs" SETUP_OPTIONS="${ARSHIM_PLATFORM_SETUP:-}" \
+    PLATFORM_SH_RUN_TOKEN="$token" "$@" &
   wait $!
 }
 
