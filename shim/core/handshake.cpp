@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "arshim_config.h"
 #include "policy/routing_words.h"
@@ -48,10 +49,23 @@ std::string rank_list(const tree::Report& report, int count_word, int list_word,
     return out + " (" + std::to_string(total) + " of " + std::to_string(world_size) + " ranks)";
 }
 
-// Rank 0's verdict and warning from the whole job's report.
+// The listed ranks of a report's list (the lowest kListed of its count).
+std::vector<int> listed_ranks(const tree::Report& report, int count_word, int list_word) {
+    std::vector<int> ranks;
+    for (uint64_t i = 0; i < report[count_word] && i < tree::kListed; ++i)
+        ranks.push_back(static_cast<int>(report[list_word + i]));
+    return ranks;
+}
+
+// Rank 0's verdict and warning from the whole job's report, and the same as data.
 Handshake decide(const tree::Report& all, int world_size, int timeout_s) {
     Handshake result;
     result.all_loaded = all[tree::kMissingCount] == 0 && all[tree::kForeignCount] == 0;
+    result.found.knows_ranks = true;
+    result.found.without_arshim = listed_ranks(all, tree::kMissingCount, tree::kMissingList);
+    result.found.without_arshim_count = all[tree::kMissingCount];
+    result.found.other_build = listed_ranks(all, tree::kForeignCount, tree::kForeignList);
+    result.found.other_build_count = all[tree::kForeignCount];
     if (all[tree::kMissingCount] != 0)
         result.problem = "ARShim is not loaded on " + rank_list(all, tree::kMissingCount, tree::kMissingList, world_size) +
                          " (no answer within " + std::to_string(timeout_s) + " s, ARSHIM_INIT_TIMEOUT)";
@@ -72,7 +86,11 @@ Handshake decide(const tree::Report& all, int world_size, int timeout_s) {
 // (a report and the verdict's acknowledgement up, the verdict and the report's acknowledgement down: the parity of
 // shim/base/mpi_util.h), and a message that was not received can be cancelled.
 Handshake check_every_rank_loaded(int world_rank, int world_size, int timeout_s) {
-    if (world_size <= 1) return {};
+    Handshake result;
+    result.found.checked = true;
+    result.found.timeout_s = timeout_s;
+    result.found.knows_ranks = world_rank == 0;
+    if (world_size <= 1) return result;
     const double start = handshake_wait::now_s();
     const int children = tree::child_count(world_rank, world_size);
     const int first = static_cast<int>(tree::first_child(world_rank));
@@ -103,12 +121,15 @@ Handshake check_every_rank_loaded(int world_rank, int world_size, int timeout_s)
         tree::merge(report, child_reports[c]);
     }
 
-    Handshake result;
     if (world_rank == 0) {
+        const stats::StartupCheck asked = result.found;
         result = decide(report, world_size, timeout_s);
+        result.found.checked = asked.checked;
+        result.found.timeout_s = asked.timeout_s;
         verdict = result.all_loaded ? 1 : 0;
     } else {
         const int parent = tree::parent(world_rank);
+        result.found.parent = parent;
         MPI_Request up[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};  // the verdict first: it is what ends the wait
         verdict = 0;
         PMPI_Irecv(&verdict, 1, MPI_UINT64_T, parent, kVerdictTag, MPI_COMM_WORLD, &up[0]);
@@ -122,6 +143,7 @@ Handshake check_every_rank_loaded(int world_rank, int world_size, int timeout_s)
             abandon(&up[1]);
             verdict = 0;
             result.all_loaded = false;
+            result.found.parent_answered = false;
             result.problem = "rank " + std::to_string(parent) + " (this rank's parent in the ARShim start-up check) " +
                              "did not answer within " + std::to_string(static_cast<int>(wait_s)) +
                              " s (ARShim not loaded there? ARSHIM_INIT_TIMEOUT): ARShim is disabled on this rank";
@@ -138,6 +160,7 @@ Handshake check_every_rank_loaded(int world_rank, int world_size, int timeout_s)
             PMPI_Issend(&verdict, 1, MPI_UINT64_T, first + c, kVerdictTag, MPI_COMM_WORLD, &down[c]);
     handshake_wait::all_complete(children, down.data(), handshake_wait::now_s() + timeout_s + 5);
     for (int c = 0; c < children; ++c) abandon(&down[c]);
+    result.found.all_loaded = result.all_loaded;
     return result;
 }
 

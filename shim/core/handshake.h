@@ -11,11 +11,14 @@
 
 #include <string>
 
+#include "shim/stats/startup_check.h"
+
 namespace arshim {
 
 struct Handshake {
     bool all_loaded = true;  // every rank has this ARShim (then the job proceeds as usual)
     std::string problem;     // when not: one line naming the ranks, for this rank to log
+    stats::StartupCheck found;  // the same as data (rank 0: the ranks; the others: their parent), for the log and trace
 };
 
 // Collective in spirit over MPI_COMM_WORLD (every rank that loaded ARShim calls it from MPI_Init); `timeout_s` is

@@ -133,6 +133,14 @@ int finalize_callback(MPI_Comm, int, void*, void*) {
     facts.flavor = mpi_flavor();
     facts.mpi_version = rt.mpi_version;
     facts.policy_source = rt.policy ? rt.policy->source() : std::string("none");
+    facts.startup = rt.startup;
+    if (rt.disabled) {
+        // Only the start-up check installs the hook on a disabled runtime (not every rank loaded ARShim): rank 0
+        // records what it found, with no collective call and nothing else set up to release.
+        stats::finalize_disabled_report(facts);
+        trace::stop();
+        return MPI_SUCCESS;
+    }
     facts.verify_calls = rt.settings.verify_calls;
     facts.check_args = rt.settings.check_args;
     facts.tuning = tune::learned();
@@ -242,6 +250,7 @@ void initialize(bool collective) {
         const Handshake handshake = check_every_rank_loaded(
             rt->world_rank, rt->world_size, static_cast<int>(local.number(OptionId::init_timeout)));
         rt->check_seconds = PMPI_Wtime() - started;
+        rt->startup = handshake.found;
         if (!handshake.all_loaded) {
             if (!handshake.problem.empty()) log::warn("{}", handshake.problem);
             rt->config = local;
@@ -249,6 +258,19 @@ void initialize(bool collective) {
             rt->disabled = true;
             rt->config_agreed = false;
             rt->startup_seconds = rt->check_seconds;
+            rt->init_time = PMPI_Wtime();
+            char version[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+            int length = 0;
+            PMPI_Get_library_version(version, &length);
+            rt->mpi_version = short_library_version(version);  // for the log rank 0 writes at finalize
+            // What the check found, as data: this rank's trace (its own ARSHIM_TRACE) and, at finalize, rank 0's
+            // statistics log (its own ARSHIM_STATS). Nothing collective: ranks without ARShim never join.
+            if (const std::string trace_problem = trace::start(rt->config.text(OptionId::trace), rt->world_rank,
+                                                                rt->config.flag(OptionId::stats_follow_symlinks));
+                !trace_problem.empty())
+                log::warn("{}", trace_problem);  // read from this rank's own environment: each rank says so
+            trace::event("startup_check", trace::startup_check(rt->startup));
+            if (rt->world_rank == 0 && !rt->config.text(OptionId::stats).empty()) install_finalize_hook();
             g_runtime.store(rt, std::memory_order_release);
             return;
         }
@@ -266,6 +288,7 @@ void initialize(bool collective) {
                                                         rt->config.flag(OptionId::stats_follow_symlinks));
         !trace_problem.empty())
         problems.push_back(trace_problem);
+    trace::event("startup_check", trace::startup_check(rt->startup));  // checked: false without MPI_Init
     rt->disabled = rt->config.flag(OptionId::disable);
 #if defined(ARSHIM_FLAVOR_ABI)
     // The same library on every rank: every rank decides alike.

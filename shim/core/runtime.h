@@ -12,6 +12,7 @@
 #include "policy/policy.h"
 #include "policy/settings.h"
 #include "shim/base/device.h"
+#include "shim/stats/startup_check.h"
 
 namespace arshim {
 
@@ -27,6 +28,7 @@ struct Runtime {
     double startup_seconds = 0;  // what ARShim's set-up in MPI_Init took on this rank (arshim_startup_seconds)
     double check_seconds = 0;    // of which the start-up check (shim/core/handshake.h)
     double nodes_seconds = 0;    // of which the world's node map (shim/core/world_nodes.h)
+    stats::StartupCheck startup;  // what the start-up check found (checked: false when MPI_Init was not intercepted)
     std::string mpi_version;     // MPI_Get_library_version, first line
     std::string mpi_version_full;  // MPI_Get_library_version, all of it
     std::string policy_name;     // ARSHIM_POLICY as given ("" = built-in)

@@ -110,7 +110,7 @@ json run_metadata(const Report& r) {
     run["command"] = command_line();
     run["mpi"] = json{{"flavor", rt.flavor}, {"version", rt.mpi_version}};
     run["np"] = r.np;
-    if (r.job) {
+    if (r.job && r.nodes > 0) {  // 0: unknown (the log of a job the start-up check disabled)
         run["nodes"] = r.nodes;
         run["ppn"] = json{{"min", r.ppn_min}, {"max", r.ppn_max}};
     }
@@ -118,6 +118,7 @@ json run_metadata(const Report& r) {
     run["kernel_isa"] = kernels::isa_name(kernels::active().isa);
     run["policy_source"] = rt.policy_source;
     run["settings_agreed"] = rt.config_agreed;
+    run["startup_check"] = trace::startup_check(rt.startup);
     json settings = json::object();
     for (const OptionSpec& spec : option_table()) {
         const OptionValue& v = rt.config.value(spec.id);

@@ -566,4 +566,19 @@ void finalize_report(const RunFacts& rt) {
     if (summary) print_summary(job, written);
 }
 
+void finalize_disabled_report(const RunFacts& rt) {
+    const std::string& pattern = rt.config.text(OptionId::stats);
+    if (rt.world_rank != 0 || pattern.empty()) return;
+    Report job;
+    job.np = rt.world_size;
+    const double wall = PMPI_Wtime() - rt.init_time;  // rank 0's own: the other ranks' are not known here
+    job.wall = {wall, wall, wall};
+    const std::string job_id = job_id_from_environment();
+    describe_run(rt, job_id, &job);
+    const std::string path = expand(pattern, "all", job_id);
+    const WriteOutcome outcome = write_log_file(path, to_json(job), rt.config.flag(OptionId::stats_follow_symlinks),
+                                                /*only_own_log=*/true);
+    if (!outcome.ok()) warn_unwritable(pattern, path, outcome);
+}
+
 }  // namespace arshim::stats

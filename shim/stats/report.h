@@ -11,6 +11,7 @@
 #include "shim/stats/callsites.h"
 #include "shim/stats/counters.h"
 #include "shim/stats/report_fields.h"
+#include "shim/stats/startup_check.h"
 #include "shim/stats/tuning_record.h"
 
 namespace arshim::stats {
@@ -30,6 +31,7 @@ struct RunFacts {
     uint32_t verify_calls = 0;  // ARSHIM_VERIFY
     bool check_args = false;    // the argument check ran (ARSHIM_CHECK_ARGS or verify mode)
     std::vector<TuningRecord> tuning;  // what online tuning decided on this rank's communicators
+    StartupCheck startup;              // what the start-up check found (world rank 0: which ranks lack ARShim)
 };
 
 struct CommEntry {
@@ -97,5 +99,11 @@ bool summary_wanted(const Config& config);
 // At finalize (every rank; collective over MPI_COMM_WORLD when the settings were agreed): reduce the counters, write
 // the log(s), print the summary.
 void finalize_report(const RunFacts& run);
+
+// At finalize of a job whose start-up check disabled ARShim everywhere (not every rank loaded it): world rank 0
+// alone, no collective call (ranks without ARShim would never join one), writes the job log ARSHIM_STATS asks for,
+// with the check's findings in "run"."startup_check" and no calls (ARShim counted none). No summary, no per-rank
+// files: the warning at MPI_Init already said what happened.
+void finalize_disabled_report(const RunFacts& run);
 
 }  // namespace arshim::stats

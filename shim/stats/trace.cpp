@@ -120,4 +120,21 @@ json tuning(const stats::TuningRecord& l) {
                 {"candidates", candidates}};
 }
 
+json startup_check(const stats::StartupCheck& c) {
+    json out{{"checked", c.checked}};
+    if (!c.checked) return out;
+    out["all_loaded"] = c.all_loaded;
+    out["timeout_s"] = c.timeout_s;
+    if (c.knows_ranks) {
+        out["ranks_without_arshim"] = c.without_arshim;
+        out["ranks_without_arshim_count"] = c.without_arshim_count;
+        out["ranks_other_build"] = c.other_build;
+        out["ranks_other_build_count"] = c.other_build_count;
+    } else {
+        out["parent"] = c.parent;
+        out["parent_answered"] = c.parent_answered;
+    }
+    return out;
+}
+
 }  // namespace arshim::trace

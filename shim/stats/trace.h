@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "policy/decision.h"
+#include "shim/stats/startup_check.h"
 #include "shim/stats/tuning_record.h"
 
 namespace arshim::trace {
@@ -41,5 +42,11 @@ json decision(const policy::Decision& d);
 // One decision of online tuning: its key, the choice and the policy's as text (for readers) and as data (for
 // programs), and every candidate's agreed figures. Shared with the statistics log's "tuning" section.
 json tuning(const stats::TuningRecord& record);
+
+// What the start-up check found (shim/stats/startup_check.h): {"checked": false} when it did not run; else
+// "all_loaded", "timeout_s", and on world rank 0 the ranks without ARShim and with another build (the lowest listed,
+// and their counts), on the other ranks "parent" and "parent_answered". Shared with the statistics log's
+// "run"."startup_check".
+json startup_check(const stats::StartupCheck& check);
 
 }  // namespace arshim::trace

@@ -44,12 +44,24 @@ def test_minimal_log_is_refused_naming_the_first_problem(tmp_path):
         "not a valid arshim-stats/1 log: $.: 'scope' is a required property")
 
 
+STARTUP_OK = {"checked": True, "all_loaded": True, "timeout_s": 30, "ranks_without_arshim": [],
+              "ranks_without_arshim_count": 0, "ranks_other_build": [], "ranks_other_build_count": 0}
+
+
 @pytest.mark.parametrize("mutate, where", [
     (lambda d: d["totals"].update(calls="many"), "$.totals.calls: 'many' is not of type 'integer'"),
     (lambda d: d["buckets"][1].update(bytes_min=8.0), "$.buckets.1.bytes_min: 8.0 is not of type 'integer'"),
     (lambda d: d["paths"][0].update(calls=True), "$.paths.0.calls: True is not of type 'integer'"),
     (lambda d: d.update(run=[]), "$.run: [] is not of type 'object'"),
     (lambda d: d["run"].pop("ppn"), "$.run: 'nodes' without 'ppn'"),
+    (lambda d: d["run"].update(startup_check={"checked": True}),
+     "$.run.startup_check: 'all_loaded' is a required property"),
+    (lambda d: d["run"].update(startup_check={"checked": False, "all_loaded": True}),
+     "$.run.startup_check: {'checked': False, 'all_loaded': True} has too many properties"),
+    (lambda d: d["run"].update(startup_check=dict(STARTUP_OK, ranks_without_arshim=[1])),
+     "$.run.startup_check: ranks_without_arshim_count below the 1 ranks listed"),
+    (lambda d: d["run"].update(startup_check=dict(STARTUP_OK, ranks_other_build_count=2)),
+     "$.run.startup_check: all_loaded disagrees with the counts of ranks"),
 ])
 def test_wrong_types_and_semantics(tmp_path, sample_log, mutate, where):
     doc = sample_log()
@@ -59,8 +71,33 @@ def test_wrong_types_and_semantics(tmp_path, sample_log, mutate, where):
     assert statslog.problems(doc)[0] == where
 
 
+def test_startup_check_of_the_job_and_of_a_rank(sample_log):
+    doc = sample_log()
+    for check in (STARTUP_OK, {"checked": False}, {"checked": True, "all_loaded": True, "timeout_s": 2, "parent": 0,
+                                                  "parent_answered": True},
+                  dict(STARTUP_OK, all_loaded=False, ranks_without_arshim=[1, 4], ranks_without_arshim_count=9)):
+        doc["run"]["startup_check"] = check
+        assert statslog.problems(doc) == [], check
+
+
 def test_problem_text_is_escaped_and_short(sample_log):
     doc = sample_log()
     doc["communicators"][0]["id"] = "\x1b[2J" + "x" * 10000
     problem = statslog.problems(doc)[0]
     assert "\x1b" not in problem and len(problem) < 400 and problem.startswith("$.communicators.0.id: ")
+
+
+def test_report_says_when_the_startup_check_disabled_arshim(sample_log):
+    import io
+    from arshim import report
+    doc = sample_log()
+    doc["run"]["startup_check"] = dict(STARTUP_OK, all_loaded=False, ranks_without_arshim=[1, 2, 3, 4, 5, 6, 7, 8],
+                                       ranks_without_arshim_count=12)
+    out = io.StringIO()
+    report.print_report(doc, "x.json", out=out)
+    assert "  DISABLED  at start, on every rank: ARShim not loaded on 12 ranks (1, 2, 3, 4, 5, 6, 7, 8, ...); no " \
+           "call counted" in out.getvalue().splitlines()
+    doc["run"]["startup_check"] = STARTUP_OK
+    out = io.StringIO()
+    report.print_report(doc, "x.json", out=out)
+    assert "DISABLED" not in out.getvalue()

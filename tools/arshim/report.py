@@ -155,6 +155,13 @@ def print_report(doc, name, top=None, order="time", sections=SECTIONS, all_setti
         layout += f" on {run['nodes']} node{'s' if run['nodes'] != 1 else ''} ({ppn_text} per node)"
     w(f"  MPI       {run['mpi']['version']} ({run['mpi']['flavor']}), {layout}")
     w(f"  ARShim    {run['arshim_version']}, kernel {run['kernel_isa']}, policy {run['policy_source']}")
+    check = run.get("startup_check", {})
+    if check.get("checked") and not check["all_loaded"]:
+        found = [f"{what} on {check[key + '_count']} ranks ({', '.join(map(str, check[key]))}"
+                 f"{', ...' if check[key + '_count'] > len(check[key]) else ''})"
+                 for key, what in (("ranks_without_arshim", "not loaded"), ("ranks_other_build", "another build"))
+                 if check.get(key + "_count")]
+        w(f"  DISABLED  at start, on every rank: ARShim {'; '.join(found) or 'not on every rank'}; no call counted")
     settings = run["settings"]
     shown = {k: v for k, v in settings.items() if all_settings or v["source"] == "environment"}
     text = " ".join(f"{k}={v['value']}" for k, v in sorted(shown.items())) or "all defaults"

@@ -38,6 +38,13 @@ def semantic_problems(doc):
     """What the report relies on beyond the schema (run on a schema-valid log)."""
     if "nodes" in doc["run"] and "ppn" not in doc["run"]:
         yield "$.run: 'nodes' without 'ppn'"
+    check = doc["run"].get("startup_check", {})
+    if "ranks_without_arshim" in check:  # the job log's findings: counts cover the lists, all_loaded follows them
+        for key in ("ranks_without_arshim", "ranks_other_build"):
+            if check[key + "_count"] < len(check[key]):
+                yield f"$.run.startup_check: {key}_count below the {len(check[key])} ranks listed"
+        if check["all_loaded"] != (check["ranks_without_arshim_count"] == 0 and check["ranks_other_build_count"] == 0):
+            yield "$.run.startup_check: all_loaded disagrees with the counts of ranks"
 
 
 def problem_text(error):
