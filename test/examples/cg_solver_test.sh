@@ -25,6 +25,8 @@ for v in $(env | sed -n 's/^\(ARSHIM_[A-Z_]*\)=.*/\1/p'); do [[ $v == ARSHIM_TES
 export ARSHIM_TEST_TIMEOUT=120
 args=(--n 16 --json --repeat 2 --warmup 5)
 fail=0
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 
 field() { sed -n "s/.*\"$1\":\"\{0,1\}\([^\",}]*\).*/\1/p" <<<"$2"; }
 
@@ -72,13 +74,15 @@ case $mode in
     run "native" none -- "$prog" "${args[@]}" || exit 1
     native_digest=$(field history_digest "$json")
     for setting in ARSHIM_PATH=native default; do
-      vars=(ARSHIM_STATS_SUMMARY=1)
+      rm -f "$work/stats.json"
+      vars=(ARSHIM_STATS="$work/stats.json")  # the calls ARShim intercepted: its statistics log's totals
       [[ $setting != default ]] && vars+=("$setting")
       run "ARShim, $setting" "$shim" "${vars[@]}" -- "$prog" "${args[@]}" || continue
-      got=$(sed -n 's/^arshim\[0\] summary: \([0-9]*\) MPI_Allreduce calls.*/\1/p' <<<"$out" | tail -n 1)
+      got=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["totals"]["calls"])' \
+              "$work/stats.json" 2>/dev/null)
       want=$(expected_calls "$json")
       if [[ -z $got ]]; then
-        echo "FAIL [ARShim, $setting]: no ARShim summary line: the shim was not loaded"; echo "$out"; fail=1
+        echo "FAIL [ARShim, $setting]: no ARShim statistics log: the shim was not loaded"; echo "$out"; fail=1
       elif [[ $got -ne $want ]]; then
         echo "FAIL [ARShim, $setting]: ARShim intercepted $got MPI_Allreduce calls, the program made $want"; fail=1
       fi

@@ -148,14 +148,16 @@ done
 # rank 0) and a missing rank 5 is reported to rank 0 through rank 1.
 unset ARSHIM_TEST_YIELD_LIB
 mpmd() {  # mpmd PRELOAD...: "shim" or "none" for each rank, one rank per word (test/support/per_rank.sh gives each
-  # rank its own preload, as an MPMD line would: Debian 13's mpirun.openmpi crashes on MPMD lines, ompi#13303)
+  # rank its own preload, as an MPMD line would: Debian 13's mpirun.openmpi crashes on MPMD lines, ompi#13303).
+  # Every rank asks for the statistics log and its trace in $work/mpmd (the data the cases are decided on).
   local cmd=() settings=() start=$SECONDS
   case $flavor in
     openmpi) cmd=(mpirun.openmpi --oversubscribe --mca mpi_yield_when_idle 1 --mca btl self,vader --bind-to none) ;;
     mpich) cmd=(mpirun.mpich) ;;
   esac
+  rm -rf "$work/mpmd" && mkdir "$work/mpmd"
   for p in "$@"; do
-    local e=ARSHIM_INIT_TIMEOUT=2
+    local e="ARSHIM_INIT_TIMEOUT=2,ARSHIM_STATS=$work/mpmd/stats.json,ARSHIM_TRACE=$work/mpmd/trace-%r.jsonl"
     if [[ $p == shim ]]; then e+=",LD_PRELOAD=$shim${yield_lib:+:$yield_lib}"
     elif [[ -n $yield_lib ]]; then e+=",LD_PRELOAD=$yield_lib"; fi
     settings+=("$e")
@@ -163,16 +165,33 @@ mpmd() {  # mpmd PRELOAD...: "shim" or "none" for each rank, one rank per word (
   out=$(timeout -k 10 180 "${cmd[@]}" -n $# "$here/../support/per_rank.sh" "${settings[@]}" -- "$prog" sum 2>&1)
   rc=$? secs=$((SECONDS - start))
 }
+# startup_data NAME EXPECTED_JSON: what the start-up check recorded (rank 0's statistics log, every rank's trace)
+# is what the case expects: which ranks lacked ARShim, counts, parents (test/support/startup_facts.py).
+startup_data() {
+  local problems
+  if problems=$(python3 "$here/../support/startup_facts.py" "$work/mpmd" \
+                "$here/../../tools/report/arshim-stats-1.schema.json" "$2" 2>&1); then ok "$1: the log and the traces say so"
+  else bad "$1: the start-up check's data" "$problems"; fi
+}
+# The warnings the user reads: one line each, by the ranks that know (which ranks lacked ARShim is decided on the
+# data above, not on their wording). warned NAME RANK... : the ranks that printed a warning line, once each.
+warned() {
+  local name=$1 got want
+  shift
+  got=$(sed -n 's/^arshim\[\([0-9]*\)\] warning: .*/\1/p' <<<"$out" | sort -n | tr '\n' ' ')
+  want=$( (( $# )) && printf '%s\n' "$@" | sort -n | tr '\n' ' ')
+  if [[ $got == "$want" ]]; then ok "$name: ${*:+one warning line each from ranks }${*:-no warning line}"
+  else bad "$name: warning lines from ranks '$got', want '$want'" "$out"; fi
+}
 # The job finished with right sums: had ARShim stayed on at some ranks, their calls would take ARShim's node paths
 # while the others call the library, and the job would hang (timeout) or sum wrongly.
-expect_all_off() {  # expect_all_off NAME PATTERN...
-  local name=$1
-  shift
-  expect "$name" "$1"
-  for pattern in "$@"; do grep -qE -- "$pattern" <<<"$out" || bad "$name: no line matching '$pattern'" "$out"; done
-}
 mpmd shim none
-expect "ARShim on rank 0 only: finishes, names rank 1" 'arshim\[0\] warning: ARShim is not loaded on ranks 1 \(1 of 2 ranks\)'
+expect "ARShim on rank 0 only: finishes" ''
+warned "ARShim on rank 0 only" 0
+startup_data "ARShim on rank 0 only: rank 0 names rank 1" '{"log": {"np": 2, "calls": 0, "checked": true,
+  "all_loaded": false, "ranks_without_arshim": [1], "ranks_without_arshim_count": 1, "ranks_other_build": [],
+  "ranks_other_build_count": 0}, "traces": {"0": {"all_loaded": false, "ranks_without_arshim": [1],
+  "ranks_without_arshim_count": 1}}}'
 # MPICH 4.2 (Debian 13) cannot cancel a sent message and aborts MPI_Finalize when MPI_COMM_WORLD holds one nobody
 # received: a rank with ARShim whose parent lacks it leaves its report there (README "Settings"). The job still ran
 # with ARShim off everywhere and right sums; only that abort, named by MPICH, is let through.
@@ -185,16 +204,38 @@ library_kept_the_report() {
 }
 mpmd none shim
 library_kept_the_report "ARShim on rank 1 only"
-expect "ARShim on rank 1 only: finishes, that rank says rank 0 did not answer" 'arshim\[1\] warning: rank 0 .*did not answer'
+expect "ARShim on rank 1 only: finishes" ''
+warned "ARShim on rank 1 only" 1
+startup_data "ARShim on rank 1 only: rank 1's parent, rank 0, did not answer" '{"log": null,
+  "traces": {"1": {"checked": true, "all_loaded": false, "parent": 0, "parent_answered": false}}}'
 mpmd shim none shim shim shim shim
 library_kept_the_report "6 ranks, not on rank 1"
-expect_all_off "6 ranks, not on rank 1 (an inner node of the check's tree)" \
-  'arshim\[0\] warning: ARShim is not loaded on ranks 1 \(1 of 6 ranks\)' \
-  'arshim\[5\] warning: rank 1 .*did not answer'
+expect "6 ranks, not on rank 1 (an inner node of the check's tree): finishes" ''
+warned "6 ranks, not on rank 1" 0 5
+startup_data "6 ranks, not on rank 1: rank 0 names it, its child rank 5 gave up on it" '{"log": {"np": 6,
+  "all_loaded": false, "ranks_without_arshim": [1], "ranks_without_arshim_count": 1, "ranks_other_build_count": 0},
+  "traces": {"0": {"all_loaded": false, "ranks_without_arshim": [1]},
+             "2": {"all_loaded": false, "parent": 0, "parent_answered": true},
+             "3": {"all_loaded": false, "parent": 0, "parent_answered": true},
+             "4": {"all_loaded": false, "parent": 0, "parent_answered": true},
+             "5": {"all_loaded": false, "parent": 1, "parent_answered": false}}}'
 mpmd shim shim shim shim none none
-expect_all_off "6 ranks, not on ranks 4 and 5 (a leaf under rank 0 and one under rank 1)" \
-  'arshim\[0\] warning: ARShim is not loaded on ranks 4, 5 \(2 of 6 ranks\)'
-(( $(grep -c 'arshim\[[0-9]\] warning' <<<"$out") == 1 )) || bad "6 ranks, not on 4 and 5: more than rank 0 warned" "$out"
+expect "6 ranks, not on ranks 4 and 5 (a leaf under rank 0 and one under rank 1): finishes" ''
+warned "6 ranks, not on 4 and 5" 0
+startup_data "6 ranks, not on ranks 4 and 5: rank 0 names both" '{"log": {"np": 6, "all_loaded": false,
+  "ranks_without_arshim": [4, 5], "ranks_without_arshim_count": 2, "ranks_other_build_count": 0},
+  "traces": {"0": {"all_loaded": false, "ranks_without_arshim": [4, 5], "ranks_without_arshim_count": 2},
+             "1": {"all_loaded": false, "parent": 0, "parent_answered": true},
+             "2": {"all_loaded": false, "parent": 0, "parent_answered": true},
+             "3": {"all_loaded": false, "parent": 0, "parent_answered": true}}}'
+# The control: every rank with ARShim, the same data says so (and ARShim counted the calls).
+mpmd shim shim
+expect "ARShim on both ranks (control): finishes" ''
+startup_data "ARShim on both ranks (control)" '{"log": {"np": 2, "all_loaded": true, "ranks_without_arshim": [],
+  "ranks_without_arshim_count": 0, "ranks_other_build_count": 0},
+  "traces": {"0": {"all_loaded": true, "ranks_without_arshim_count": 0},
+             "1": {"all_loaded": true, "parent": 0, "parent_answered": true}}}'
+warned "ARShim on both ranks (control)"
 
 # ---- 10. ARSHIM_SHARP=auto loads the library only when a call can be routed to SHARP ------------------------
 export ARSHIM_TEST_YIELD_LIB=$yield_lib

@@ -69,6 +69,11 @@ def common_checks(doc, np_, flavor, total_calls, total_bytes):
     run_ = doc["run"]
     check(run_["np"] == np_ and run_["mpi"]["flavor"] == flavor, f"run metadata: np {np_}, flavor {flavor}")
     check(run_["nodes"] >= 1 and run_["ppn"]["max"] >= 1, "run metadata: nodes and ppn")
+    startup = run_.get("startup_check", {})
+    check(startup.get("checked") is True and startup.get("all_loaded") is True
+          and startup.get("ranks_without_arshim") == [] and startup.get("ranks_without_arshim_count") == 0
+          and startup.get("ranks_other_build_count") == 0,
+          f"run.startup_check: every one of the {np_} ranks loaded ARShim ({startup})")
     check(run_["settings"]["ARSHIM_STATS"]["source"] == "environment", "settings echo ARSHIM_STATS as set")
     check(len(run_["settings"]) >= 20 and all(k.startswith("ARSHIM_") for k in run_["settings"]),
           "every ARSHIM_* setting echoed")
@@ -255,9 +260,9 @@ def case_c(args, variant):
         total_calls = sum(v[0] for v in expected.values())
         total_bytes = sum(v[1] for v in expected.values())
         common_checks(doc, np_, args.flavor, total_calls, total_bytes)
-        if summary:
-            check(int(summary.group(1)) == total_calls and int(summary.group(2)) == np_,
-                  f"summary line: {summary.group(1)} calls on {summary.group(2)} ranks")
+        if summary:  # a test of the summary line itself: what people read agrees with the log's data
+            check(int(summary.group(1)) == doc["totals"]["calls"] and int(summary.group(2)) == doc["run"]["np"],
+                  f"summary line: {summary.group(1)} calls on {summary.group(2)} ranks, as the log")
         got = log_rows_by_key(doc)
         check(got == dict(expected), "calls and bytes per (communicator, datatype, op, size) equal the program's")
         if got != dict(expected):
@@ -297,6 +302,10 @@ def case_c(args, variant):
             rank_docs.append(rank_doc)
             check(rank_doc["scope"] == "rank" and rank_doc["rank"] == r,
                   f"rank file {os.path.basename(path)}: rank {r}")
+            startup = rank_doc["run"].get("startup_check", {})
+            check(startup.get("all_loaded") is True and (r == 0 or (startup.get("parent") == (r - 1) // 4
+                                                                   and startup.get("parent_answered") is True)),
+                  f"rank {r}: its start-up check passed, its parent in the tree answered ({startup})")
             check(log_rows_by_key(rank_doc) == {tuple(k): v for k, v in per_rank[r].items()},
                   f"rank {r}: rows equal the rank's own calls")
             total_from_ranks += rank_doc["totals"]["calls"]

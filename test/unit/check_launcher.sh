@@ -5,11 +5,26 @@
 #   check_launcher.sh ARSHIM BUILD_DIR MAN_PAGE
 set -uo pipefail
 arshim=$1 build=$2 manpage=$3
+here=$(cd "$(dirname "$0")" && pwd)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fail=0
+logs=$(mktemp -d)
+fake=$(mktemp -d)
+trap 'rm -rf "$logs" "$fake"' EXIT
 expect() {  # expect NAME PATTERN OUTPUT
   if grep -qE -- "$2" <<<"$3"; then echo "ok: $1"; else echo "FAIL: $1: no '$2' in:"; echo "$3"; fail=1; fi
 }
+# stats_dir NAME: a fresh directory for one run's statistics log ($logs/NAME/stats.json, ARSHIM_STATS).
+stats_dir() { rm -rf "${logs:?}/$1" && mkdir "$logs/$1" && echo "$logs/$1"; }
+# loaded NAME DIR EXPECTED: the run's statistics log says what EXPECTED (startup_check's keys, np, a setting's
+# value) does: that the ranks had ARShim is decided on the log (test/support/startup_facts.py), not on a line.
+loaded() {
+  local problems
+  if problems=$(python3 "$here/../support/startup_facts.py" "$2" "$here/../../tools/report/arshim-stats-1.schema.json" \
+                "{\"log\": $3}" 2>&1); then echo "ok: $1"
+  else echo "FAIL: $1: $problems"; fail=1; fi
+}
+EVERY_RANK='"checked": true, "all_loaded": true, "ranks_without_arshim_count": 0, "ranks_other_build_count": 0'
 "$arshim" --help >/dev/null && "$arshim" run --help >/dev/null || { echo "FAIL: --help"; fail=1; }
 # Every command's --help and -h prints its usage on stdout and exits 0 (policy, report and cluster pass them on).
 for command in run lib policy report cluster tune "bench kernels" "bench allreduce" "bench cma" "bench line-floor"; do
@@ -26,16 +41,20 @@ out=$("$arshim" bench line-floor --iterations 2000 2>&1)
 expect "bench line-floor runs" "^[0-9.]+ ns per iteration \(2000 iterations" "$out"
 if "$arshim" bench line-floor --iterations 5 >/dev/null 2>&1; then echo "FAIL: line-floor took 5 iterations"; fail=1; fi
 
-out=$(ARSHIM_LOG=info "$arshim" run -v -- mpirun.mpich -n 1 "$build/examples/allreduce_sweep-mpich" --max 64 2>&1)
+dir=$(stats_dir mpich-np1)
+out=$(ARSHIM_LOG=info ARSHIM_STATS=$dir/stats.json "$arshim" run -v -- mpirun.mpich -n 1 \
+  "$build/examples/allreduce_sweep-mpich" --max 64 2>&1)
 expect "mpich program gets -genv LD_PRELOAD" "-genv LD_PRELOAD [^ ]*libarshim-mpich.so" "$out"
 expect "ARSHIM_* passed with -genv" "-genv ARSHIM_LOG info" "$out"
-expect "shim active in the ranks" "arshim\[0\] info: ARShim" "$out"
+loaded "shim active in the ranks, with the settings passed" "$dir" "{\"np\": 1, $EVERY_RANK, \"ARSHIM_LOG\": \"info\"}"
 expect "program ran" "all results correct" "$out"
 
-out=$(ARSHIM_LOG=info "$arshim" run -v -- mpirun.openmpi -n 1 "$build/examples/allreduce_sweep-openmpi" --max 64 2>&1)
+dir=$(stats_dir openmpi-np1)
+out=$(ARSHIM_LOG=info ARSHIM_STATS=$dir/stats.json "$arshim" run -v -- mpirun.openmpi -n 1 \
+  "$build/examples/allreduce_sweep-openmpi" --max 64 2>&1)
 expect "openmpi program gets -x LD_PRELOAD" "-x LD_PRELOAD=[^ ]*libarshim-openmpi.so" "$out"
 expect "ARSHIM_* passed with -x" "-x ARSHIM_LOG" "$out"
-expect "shim active in the ranks" "arshim\[0\] info: ARShim" "$out"
+loaded "shim active in the ranks, with the settings passed" "$dir" "{\"np\": 1, $EVERY_RANK, \"ARSHIM_LOG\": \"info\"}"
 
 # mpiexec: Hydra's and Open MPI's take the same options as their mpirun.
 out=$("$arshim" run -v -- mpiexec.mpich -n 1 "$build/examples/allreduce_sweep-mpich" --max 64 2>&1)
@@ -47,28 +66,28 @@ expect "mpiexec.openmpi ran the program" "all results correct" "$out"
 
 # A preload of the user's own on the launcher line (libm: harmless, found by name) keeps ARShim's library, first and
 # once, in every rank: Hydra keeps the last -genv LD_PRELOAD, Open MPI applies -x to its own MPMD section only. A
-# rank without ARShim would have rank 0 warn "not loaded on ranks" after ARSHIM_INIT_TIMEOUT.
-out=$(ARSHIM_LOG=info ARSHIM_INIT_TIMEOUT=5 "$arshim" run -v -- mpirun.mpich -n 2 -genv LD_PRELOAD libm.so.6 \
-  "$build/examples/allreduce_sweep-mpich" --max 64 2>&1)
+# rank without ARShim would be named in rank 0's statistics log (run.startup_check) after ARSHIM_INIT_TIMEOUT.
+dir=$(stats_dir mpich-genv)
+out=$(ARSHIM_LOG=info ARSHIM_INIT_TIMEOUT=5 ARSHIM_STATS=$dir/stats.json "$arshim" run -v -- mpirun.mpich -n 2 \
+  -genv LD_PRELOAD libm.so.6 "$build/examples/allreduce_sweep-mpich" --max 64 2>&1)
 expect "user's -genv LD_PRELOAD: ARShim's library first" " -n 2 -genv LD_PRELOAD /[^ :]*libarshim-mpich.so:libm.so.6 " "$out"
 [[ $(head -1 <<<"$out" | grep -o LD_PRELOAD | wc -l) -eq 1 ]] || { echo "FAIL: two LD_PRELOAD: $(head -1 <<<"$out")"; fail=1; }
-expect "user's -genv LD_PRELOAD: both ranks load ARShim" "arshim\[0\] summary: [0-9]+ MPI_Allreduce calls on 2 ranks" "$out"
-out=$(ARSHIM_LOG=info ARSHIM_INIT_TIMEOUT=5 "$arshim" run -v -- mpirun.openmpi -n 1 "$build/examples/allreduce_sweep-openmpi" \
-  --max 64 : -n 1 -x LD_PRELOAD=libm.so.6 "$build/examples/allreduce_sweep-openmpi" --max 64 2>&1)
+loaded "user's -genv LD_PRELOAD: both ranks load ARShim" "$dir" "{\"np\": 2, $EVERY_RANK}"
+dir=$(stats_dir openmpi-mpmd)
+out=$(ARSHIM_LOG=info ARSHIM_INIT_TIMEOUT=5 ARSHIM_STATS=$dir/stats.json "$arshim" run -v -- mpirun.openmpi -n 1 \
+  "$build/examples/allreduce_sweep-openmpi" --max 64 : -n 1 -x LD_PRELOAD=libm.so.6 \
+  "$build/examples/allreduce_sweep-openmpi" --max 64 2>&1)
 expect "MPMD: ARShim's -x in the first section" "^arshim: mpirun.openmpi -x LD_PRELOAD=/[^ :]*libarshim-openmpi.so (-x ARSHIM_[A-Z_]+ )*-n 1 " "$out"
 expect "MPMD: user's -x LD_PRELOAD in the second, ARShim's library first" " : (-x ARSHIM_[A-Z_]+ )*-n 1 -x LD_PRELOAD=/[^ :]*libarshim-openmpi.so:libm.so.6 " "$out"
 # Debian 13's mpirun.openmpi (Open MPI 5.0.7, PRRTE 3.0.8, external PMIx) crashes on any MPMD command line, with or
 # without ARShim (open-mpi/ompi#13303): there the command line above is checked, the run is not.
 if timeout 60 mpirun.openmpi -n 1 /bin/true : -n 1 /bin/true >/dev/null 2>&1; then
-  expect "MPMD: both ranks load ARShim" "arshim\[0\] summary: [0-9]+ MPI_Allreduce calls on 2 ranks" "$out"
+  loaded "MPMD: both ranks load ARShim" "$dir" "{\"np\": 2, $EVERY_RANK}"
 else
   echo "note: MPMD run not checked: mpirun.openmpi fails on MPMD command lines without ARShim (open-mpi/ompi#13303)"
 fi
-if grep -q "not loaded on ranks" <<<"$out"; then echo "FAIL: a rank without ARShim: $out"; fail=1; fi
 
 # srun without Slurm: a stand-in prints what it was given (test/slurm runs the real one).
-fake=$(mktemp -d)
-trap 'rm -rf "$fake"' EXIT
 printf '#!/bin/sh\nfor a in "$@"; do echo "arg $a"; done\n' >"$fake/srun" && chmod +x "$fake/srun"
 out=$(PATH=$fake:$PATH ARSHIM_LOG=info "$arshim" run -- srun --ntasks 2 -l --export PATH "$build/examples/allreduce_sweep-mpich" 2>&1)
 expect "srun: --export NAMES (two words) extended in place, settings by name" "^arg --export=PATH,LD_PRELOAD=/[^,]*libarshim-mpich.so,ARSHIM_LOG$" "$out"
