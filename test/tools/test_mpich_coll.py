@@ -1,7 +1,9 @@
 """arshim mpich-tests (tools/arshim/mpich_coll.py) without MPI: reading coll/testlist.in, the runs and their
-command lines, judging a run's log (ARShim's summary, known library bugs, excerpts, hung ranks' stacks), the tally
-and exit status, finding the source, and `arshim mpich-tests` as a program (bad options, --list on a small fake
-test suite)."""
+command lines, judging a run (its statistics log, built here as JSON and validated against the schema like every
+log; known library bugs, excerpts, hung ranks' stacks), the tally and exit status, finding the source, and `arshim
+mpich-tests` as a program (bad options, --list on a small fake test suite)."""
+import copy
+import json
 import os
 import subprocess
 import sys
@@ -9,6 +11,7 @@ import sys
 import pytest
 
 from arshim import mpich_coll as mc
+from conftest import DATA
 
 ARSHIM = os.path.join(os.path.dirname(mc.__file__), "..", "arshim.py")
 
@@ -27,6 +30,7 @@ iallred 2
 
 """
 
+# What an ARShim run prints for people (shown in excerpts, never parsed for a verdict).
 SUMMARY_OK = """\
  No Errors
 arshim[0] summary: 476 MPI_Allreduce calls on 4 ranks, 6.8 MiB, 1.292 s in allreduce (sum over ranks)
@@ -37,6 +41,39 @@ arshim[0] native because: cold_communicator=161 tuned=16
 arshim[0] verify: 299 calls compared with the library's result (summed over ranks): 0 mismatches; worst relative difference 0
 arshim[0] argument check: 476 calls checked (summed over ranks), 0 with arguments that differ across ranks
 """
+with open(os.path.join(DATA, "program-openmpi.json")) as f:
+    RECORDED = json.load(f)  # a statistics log the shim wrote (test/stats/data): the base of the logs below
+
+
+def arshim_log(np_=4, verify=0, arguments=0, without=(), other=(), verify_calls=1000, check_args=True):
+    """The statistics log of an ARShim run of the suite (ARSHIM_VERIFY=1000 ARSHIM_CHECK_ARGS=1): np_ ranks, the
+    start-up check's findings (ranks without ARShim, ranks with another build), verify's and the argument check's
+    mismatches; 177 native and 162 multileader calls, 299 verified."""
+    doc = copy.deepcopy(RECORDED)
+    run = doc["run"]
+    run["np"] = np_
+    run["settings"]["ARSHIM_VERIFY"] = {"value": str(verify_calls), "source": "environment"}
+    run["settings"]["ARSHIM_CHECK_ARGS"] = {"value": "1" if check_args else "0", "source": "environment"}
+    run["startup_check"] = {"checked": True, "all_loaded": not without and not other, "timeout_s": 30,
+                            "ranks_without_arshim": list(without)[:8], "ranks_without_arshim_count": len(without),
+                            "ranks_other_build": list(other)[:8], "ranks_other_build_count": len(other)}
+    template = doc["paths"][0]
+    doc["paths"] = [dict(template, path="native", calls=177), dict(template, path="multileader", calls=162)]
+    doc["verify"] = {"enabled": verify_calls > 0, "calls_per_key": verify_calls, "calls": 299 if verify_calls else 0,
+                     "mismatches": verify, "library_bug_calls": 0, "library_bug_differences": 0,
+                     "unordered_elements": 0, "worst_relative_difference": 0.0}
+    doc["argument_check"] = {"enabled": check_args, "calls": 476 if check_args else 0, "mismatches": arguments}
+    return doc
+
+
+@pytest.fixture
+def stats_of(tmp_path):
+    """Writes a log (a dict, or text as it is) and reads it back as the tool does: (log, None) or (None, problem)."""
+    def write(doc, name="run.stats.json"):
+        path = tmp_path / name
+        path.write_text(doc if isinstance(doc, str) else json.dumps(doc))
+        return mc.read_stats(str(path))
+    return write
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -111,11 +148,14 @@ def test_native_run_preloads_nothing():
 
 def test_arshim_runs_get_the_library_the_forced_path_the_checks_and_set():
     run = mc.Run("allred2", 4, 4)
-    cmd = mc.run_command("m.sh", "openmpi", run, "pipelined-1K", "/w/lib/libarshim-openmpi.so", ["ARSHIM_LOG=info"])
+    cmd = mc.run_command("m.sh", "openmpi", run, "pipelined-1K", "/w/lib/libarshim-openmpi.so", ["ARSHIM_LOG=info"],
+                         "/w/logs/allred2.pipelined-1K.stats.json")
     assert cmd == ["m.sh", "openmpi", "4", "/w/lib/libarshim-openmpi.so", "ARSHIM_PATH=pipelined",
-                   "ARSHIM_SEGMENT_BYTES=1K", *mc.CHECK_VARS, "ARSHIM_LOG=info", "--", "./allred2"]
+                   "ARSHIM_SEGMENT_BYTES=1K", *mc.CHECK_VARS, "ARSHIM_LOG=info",
+                   "ARSHIM_STATS=/w/logs/allred2.pipelined-1K.stats.json", "--", "./allred2"]
     default = mc.run_command("m.sh", "mpich", run, "default", "lib.so")
     assert default[4:-2] == list(mc.CHECK_VARS)
+    assert mc.stats_name(mc.Run("allred", 4, 4, ("-count=100",)), "default") == "allred_-count=100_.default.stats.json"
 
 
 @pytest.mark.parametrize("np_,applies", [(1, False), (2, True), (3, False), (4, True), (5, True), (10, True)])
@@ -133,9 +173,9 @@ def test_log_names_are_plain():
 # ---------------------------------------------------------------------------------------------------------------
 # Judging a run
 
-def test_passing_runs():
+def test_passing_runs(stats_of):
     assert mc.judge("native", 0, False, " No Errors\n", 240) == []
-    assert mc.judge("default", 0, False, SUMMARY_OK, 240) == []
+    assert mc.judge("default", 0, False, " No Errors\n", 240, 4, *stats_of(arshim_log())) == []
 
 
 def test_exit_status_time_out_and_missing_no_errors():
@@ -146,23 +186,77 @@ def test_exit_status_time_out_and_missing_no_errors():
     assert mc.judge("native", 0, False, "  Found 3 errors\n", 240) == ["no ' No Errors' line (Found 3 errors)"]
 
 
-def test_arshim_run_without_summary():
-    assert mc.judge("multileader", 0, False, " No Errors\n", 240) == [
-        "no ARShim summary line (was ARShim preloaded?)"]
-    # a run that failed anyway is not also blamed for the summary its rank 0 never printed
-    assert mc.judge("multileader", 1, False, " No Errors\n", 240) == ["exit status 1"]
+def test_an_arshim_run_without_its_log_fails(tmp_path):
+    missing = mc.read_stats(str(tmp_path / "absent.json"))
+    assert missing[0] is None and missing[1].startswith("no statistics log")
+    # The summary on stderr is no substitute: the verdict is the log's
+    assert mc.judge("multileader", 0, False, SUMMARY_OK, 240, 4, *missing) == [missing[1]]
+    # a run that failed anyway is not also blamed for the log its rank 0 never wrote
+    assert mc.judge("multileader", 1, False, " No Errors\n", 240, 4, *missing) == ["exit status 1"]
 
 
-def test_verify_and_argument_check_counts():
-    log = SUMMARY_OK.replace("0 mismatches", "2 mismatches").replace("0 with arguments", "5 with arguments")
-    assert mc.judge("default", 0, False, log, 240) == ["verify: 2 mismatches",
-                                                      "argument check: 5 calls with arguments that differ"]
+@pytest.mark.parametrize("text,reason", [
+    ("", "statistics log unusable: "),
+    ("{\"schema\": \"arshim-stats/1\"", "statistics log unusable: "),
+    (json.dumps({"schema": "other/1"}), "statistics log unusable: not an ARShim statistics log"),
+    (json.dumps(dict(arshim_log(), totals="many")), "statistics log unusable: not a valid arshim-stats/1 log"),
+])
+def test_an_unusable_log_fails(stats_of, text, reason):
+    stats, problem = stats_of(text)
+    assert stats is None and problem.startswith(reason)
+    assert mc.judge("default", 0, False, " No Errors\n", 240, 4, stats, problem) == [problem]
 
 
-def test_mismatch_and_arguments_differ_lines():
+def test_verify_and_argument_check_counts_come_from_the_log(stats_of):
+    got = mc.judge("default", 0, False, SUMMARY_OK, 240, 4, *stats_of(arshim_log(verify=2, arguments=5)))
+    assert got == ["verify: 2 mismatches", "argument check: 5 calls with arguments that differ"]
+
+
+@pytest.mark.parametrize("section", ["verify", "argument_check"])
+def test_a_log_without_a_mode_section_is_no_zero(stats_of, section):
+    doc = arshim_log()
+    del doc[section]
+    assert mc.judge("default", 0, False, " No Errors\n", 240, 4, *stats_of(doc)) == [
+        f"statistics log without its {section} section"]
+
+
+def test_a_mode_that_did_not_run_is_a_failure(stats_of):
+    doc = arshim_log()
+    doc["verify"]["enabled"] = False
+    doc["argument_check"]["enabled"] = False
+    assert mc.judge("default", 0, False, " No Errors\n", 240, 4, *stats_of(doc)) == [
+        "verify off although ARSHIM_VERIFY=1000", "argument check off although ARSHIM_CHECK_ARGS=1"]
+    # --set turned them off: nothing to blame
+    assert mc.judge("default", 0, False, " No Errors\n", 240, 4,
+                    *stats_of(arshim_log(verify_calls=0, check_args=False))) == []
+
+
+def test_ranks_without_arshim_come_from_the_log(stats_of):
+    got = mc.judge("default", 0, False, " No Errors\n", 240, 4, *stats_of(arshim_log(without=[1], other=[3])))
+    assert got == ["ARShim disabled at start (not loaded on ranks 1; another build on ranks 3): nothing was checked"]
+    got = mc.judge("default", 0, False, " No Errors\n", 240, 16, *stats_of(arshim_log(16, without=range(4, 16))))
+    assert got == ["ARShim disabled at start (not loaded on ranks 4, 5, 6, 7, 8, 9, 10, 11 and 4 more): nothing was "
+                   "checked"]
+
+
+def test_a_log_of_another_run_or_without_the_check(stats_of):
+    assert mc.judge("default", 0, False, " No Errors\n", 240, 2, *stats_of(arshim_log(4))) == [
+        "statistics log of 4 ranks, the run had 2"]
+    doc = arshim_log()
+    doc["run"]["startup_check"] = {"checked": False}
+    assert mc.judge("default", 0, False, " No Errors\n", 240, 4, *stats_of(doc)) == [
+        "ARShim's start-up check did not run (MPI_Init not intercepted)"]
+    del doc["run"]["startup_check"]
+    assert mc.judge("default", 0, False, " No Errors\n", 240, 4, *stats_of(doc)) == [
+        "statistics log without run.startup_check (an older ARShim?)"]
+
+
+def test_mismatch_and_arguments_differ_lines(stats_of):
+    # Lines for people can only add a reason (the log's counts decide)
     log = SUMMARY_OK + "arshim[1] MISMATCH at call 3\narshim[2] MISMATCH at call 3\n" \
                        "arshim[0] error: MPI_Allreduce arguments differ across the 3 ranks\n"
-    assert mc.judge("default", 0, False, log, 240) == ["2 MISMATCH lines", "1 'arguments differ' lines"]
+    assert mc.judge("default", 0, False, log, 240, 4, *stats_of(arshim_log())) == [
+        "2 MISMATCH lines", "1 'arguments differ' lines"]
     # native runs are judged by MPICH's verdict only
     assert mc.judge("native", 0, False, log, 240) == []
 
@@ -224,12 +318,14 @@ def test_stack_summary_one_line_per_rank():
 
 
 def test_arshim_digest_and_warnings():
-    assert mc.arshim_digest(SUMMARY_OK) == "paths: native=177 multileader=162; verified 299 calls"
-    assert mc.arshim_digest(" No Errors\n") == ""
+    log = arshim_log()
+    assert mc.arshim_digest(log) == "paths: native=177 multileader=162; verified 299 calls"
+    assert mc.arshim_digest(None) == ""
+    assert mc.arshim_digest(arshim_log(verify_calls=0)) == "paths: native=177 multileader=162"
     assert mc.warning_count(SUMMARY_OK + "arshim[1] warning: x\narshim[0] error: y\nsome arshim[0] warning: z\n") == 2
     assert mc.passed_digest("native", SUMMARY_OK) == ""
     assert mc.passed_digest("native", " No Errors\narshim[3] warning: x\n") == "; 1 ARShim warning/error lines (see log)"
-    assert mc.passed_digest("default", SUMMARY_OK + "arshim[0] error: y\n").endswith(
+    assert mc.passed_digest("default", SUMMARY_OK + "arshim[0] error: y\n", log).endswith(
         "verified 299 calls; 1 ARShim warning/error lines (see log)")
 
 
@@ -334,6 +430,8 @@ def run(*args, env_extra=None):
     (["--flavors", "mpich,lam"], "--flavors: unknown flavor 'lam' (allowed: mpich, openmpi)"),
     (["--configs", ","], "--configs: empty list"),
     (["--set", "NOVALUE"], "wants VAR=VALUE, got 'NOVALUE'"),
+    (["--set", "ARSHIM_STATS=/tmp/x.json", "--list"],
+     "--set ARSHIM_STATS: each run's statistics log is set by the tool (a run is judged on it)"),
     (["--source", "/nonexistent/mpich", "--list"], "--source /nonexistent/mpich: no such file or directory"),
 ])
 def test_bad_options_are_one_line_and_exit_2(args, message):
@@ -372,11 +470,13 @@ def test_version_warning_and_incomplete_harness(tmp_path):
 
 FAKE_MPIRUN = """\
 #!/bin/sh
-# mpirun.sh FLAVOR NP LIB [VAR=VALUE ...] -- PROGRAM: prints what the program named in the test would
-flavor=$1 lib=$3
-while [ "$1" != -- ]; do shift; done
+# mpirun.sh FLAVOR NP LIB [VAR=VALUE ...] -- PROGRAM: prints what the program named in the test would, and with
+# ARShim writes the statistics log $STATSLOG where ARSHIM_STATS says (./nolog: none)
+flavor=$1 lib=$3 stats=
+while [ "$1" != -- ]; do case $1 in ARSHIM_STATS=*) stats=${1#ARSHIM_STATS=} ;; esac; shift; done
 case $2 in
-  ./good) echo " No Errors"; [ "$lib" = none ] || cat "$SUMMARY" ;;
+  ./good) echo " No Errors"; [ "$lib" = none ] || { cat "$SUMMARY"; cp "$STATSLOG" "$stats"; } ;;
+  ./nolog) echo " No Errors"; [ "$lib" = none ] || cat "$SUMMARY" ;;
   ./avx) echo "(0) Error for type MPI_INT8_T and op MPI_SUM"; echo " Found 1 errors"; exit 1 ;;
   ./hang) exec sleep 60 ;;
 esac
@@ -390,11 +490,13 @@ def runner(tmp_path, monkeypatch):
     mpirun.chmod(0o755)
     (tmp_path / "summary").write_text(SUMMARY_OK)
     monkeypatch.setenv("SUMMARY", str(tmp_path / "summary"))
+    (tmp_path / "stats.json").write_text(json.dumps(arshim_log()))
+    monkeypatch.setenv("STATSLOG", str(tmp_path / "stats.json"))
     for flavor in ("mpich", "openmpi"):
         (tmp_path / "build" / flavor).mkdir(parents=True)
         (tmp_path / "logs" / flavor).mkdir(parents=True)
     opts = mc.argparse.Namespace(timeout=1, backtraces=False, verbose=False, mpirun_sh=str(mpirun), set=[])
-    built = {"mpich": {"good", "hang"}, "openmpi": {"good", "avx"}}
+    built = {"mpich": {"good", "hang", "nolog"}, "openmpi": {"good", "avx"}}
     return mc.Runner(opts, str(tmp_path), {"mpich": "/l/mpich.so", "openmpi": "/l/ompi.so"}, None, built)
 
 
@@ -415,6 +517,23 @@ def test_runs_that_pass(runner, capsys):
     assert lines[1].endswith("s  paths: native=177 multileader=162; verified 299 calls")
     with open(os.path.join(runner.workdir, "logs", "openmpi", "good.multileader.log")) as f:
         assert f.readline().startswith(f"# {runner.opts.mpirun_sh} openmpi 4 /l/ompi.so ARSHIM_PATH=multileader ")
+
+
+def test_a_run_without_its_log_fails_and_an_earlier_log_is_not_judged(runner, capsys):
+    stale = os.path.join(runner.workdir, "logs", "mpich", "nolog.default.stats.json")
+    with open(stale, "w") as f:
+        json.dump(arshim_log(), f)  # a passing run's log, left by an earlier run in the same --workdir
+    cells, out, _ = verdicts(runner, [("nolog", 4, "mpich", "default")], capsys)
+    assert cells == [mc.FAIL] and not os.path.exists(stale)
+    assert "no statistics log (ARShim wrote none" in out
+
+
+def test_a_log_with_mismatches_fails_the_run(runner, capsys, tmp_path):
+    (tmp_path / "bad.json").write_text(json.dumps(arshim_log(verify=3)))
+    runner.env["STATSLOG"] = str(tmp_path / "bad.json")  # the runs' environment is the runner's
+    cells, out, tally = verdicts(runner, [("good", 4, "openmpi", "default")], capsys)
+    assert cells == [mc.FAIL] and tally.exit_status() == 1
+    assert "FAIL good openmpi default" in out and "verify: 3 mismatches" in out
 
 
 def test_known_bug_not_built_and_not_applicable(runner, capsys):

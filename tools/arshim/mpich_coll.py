@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 
-from . import ToolError, files, launchers, options
+from . import ToolError, files, launchers, options, statslog
 from .flavors import FLAVORS
 from .text import escape
 
@@ -277,9 +277,10 @@ def config_vars(config, np_):
     return list(CONFIG_VARS[config])
 
 
-def run_command(mpirun_sh, flavor, run, config, shim_lib, extra_vars=()):
+def run_command(mpirun_sh, flavor, run, config, shim_lib, extra_vars=(), stats_path=None):
     """The test/mpi/mpirun.sh line of one run (None when the configuration does not apply): the list's env=
-    settings, and for an ARShim configuration the library, its settings, the checks and --set's."""
+    settings, and for an ARShim configuration the library, its settings, the checks, --set's and the statistics log
+    the run is judged on (ARSHIM_STATS=stats_path)."""
     forced = config_vars(config, run.np)
     if forced is None:
         return None
@@ -288,6 +289,8 @@ def run_command(mpirun_sh, flavor, run, config, shim_lib, extra_vars=()):
     if config != "native":
         lib = shim_lib
         settings += forced + list(CHECK_VARS) + list(extra_vars)
+        if stats_path:
+            settings.append(f"ARSHIM_STATS={stats_path}")
     return [mpirun_sh, flavor, str(run.np), lib, *settings, "--", f"./{run.name}", *run.args]
 
 
@@ -295,17 +298,21 @@ def log_name(run, config):
     return re.sub(r"[^A-Za-z0-9_.=-]", "_", run.label) + f".{config}.log"
 
 
+def stats_name(run, config):
+    """The statistics log of an ARShim run, beside its output log: allred_-count=10_.default.stats.json."""
+    return log_name(run, config)[:-len(".log")] + ".stats.json"
+
+
 # ------------------------------------------------------------------------------------------------------------------
 # Judging a run from its log
 
-# ARShim's summary lines that carry a count which must be 0: the line, the count in it, the reason a count gives.
-SUMMARY_COUNTS = (
-    (r"^arshim\[0\] verify: .* [0-9]+ mismatches.*$", r" ([0-9]+) mismatches", "verify: {} mismatches"),
-    (r"^arshim\[0\] argument check: .* [0-9]+ with arguments that differ.*$", r" ([0-9]+) with arguments that differ",
-     "argument check: {} calls with arguments that differ"),
-)
-# Lines that an ARShim run must not print at all: what they contain, the reason their number gives.
+# Lines ARShim prints for people when verify or the argument check finds something, on the rank that found it: what
+# they contain, the reason their number gives. They can only add a reason: the counts a run passes on come from its
+# statistics log.
 ALARM_LINES = (("MISMATCH", "{} MISMATCH lines"), ("arguments differ", "{} 'arguments differ' lines"))
+# The modes every ARShim run turns on (CHECK_VARS), as the statistics log names them: section, the setting, its name
+# in a reason.
+CHECKED_MODES = (("verify", "ARSHIM_VERIFY", "verify"), ("argument_check", "ARSHIM_CHECK_ARGS", "argument check"))
 
 
 def first_match(pattern, log):
@@ -313,9 +320,63 @@ def first_match(pattern, log):
     return match.group(0) if match else None
 
 
-def judge(config, rc, timed_out, log, timeout_s):
+def read_stats(path):
+    """An ARShim run's statistics log (ARSHIM_STATS), read and validated like every log (tools/arshim/statslog.py):
+    (the log, None), or (None, why it cannot be used)."""
+    if not os.path.lexists(path):
+        return None, "no statistics log (ARShim wrote none: not preloaded, or rank 0 never finished MPI_Finalize)"
+    try:
+        return statslog.load(path), None
+    except files.InputError as e:
+        return None, f"statistics log unusable: {e.reason}"
+
+
+def rank_list(ranks, count):
+    """[3, 9] and 5 more -> "3, 9 and 5 more"."""
+    text = ", ".join(str(r) for r in ranks)
+    return text + (f" and {count - len(ranks)} more" if count > len(ranks) else "")
+
+
+def stats_reasons(np_, stats, problem):
+    """Why an ARShim run failed by its statistics log: unusable or missing, another run's (np), the start-up check
+    disabled ARShim (which ranks), a checked mode off although its setting asked for it, mismatches. Every count
+    comes from the log; a section the log lacks is a reason, never a 0."""
+    if stats is None:
+        return [problem]
+    reasons = []
+    run = stats["run"]
+    if run["np"] != np_:
+        reasons.append(f"statistics log of {run['np']} ranks, the run had {np_}")
+    check = run.get("startup_check")
+    disabled = check is not None and check["checked"] and not check["all_loaded"]
+    if check is None:
+        reasons.append("statistics log without run.startup_check (an older ARShim?)")
+    elif not check["checked"]:
+        reasons.append("ARShim's start-up check did not run (MPI_Init not intercepted)")
+    elif disabled:
+        found = [f"{what} on ranks {rank_list(check[key], check[key + '_count'])}"
+                 for key, what in (("ranks_without_arshim", "not loaded"), ("ranks_other_build", "another build"))
+                 if check.get(key + "_count")]
+        reasons.append(f"ARShim disabled at start ({'; '.join(found) or 'see the log'}): nothing was checked")
+    settings = run["settings"]
+    for section, variable, name in CHECKED_MODES:
+        mode = stats.get(section)
+        if mode is None:
+            reasons.append(f"statistics log without its {section} section")
+            continue
+        asked = settings.get(variable, {}).get("value", "0") not in ("0", "")
+        if asked and not mode["enabled"] and not disabled:
+            reasons.append(f"{name} off although {variable}={settings[variable]['value']}")
+        if mode["mismatches"]:
+            reasons.append(f"{name}: {mode['mismatches']} mismatches" if section == "verify"
+                           else f"{name}: {mode['mismatches']} calls with arguments that differ")
+    return reasons
+
+
+def judge(config, rc, timed_out, log, timeout_s, np_=None, stats=None, stats_problem=None):
     """Why a run failed, as a list of reasons (empty: it passed). A run passes when it exits 0 and prints MPICH's
-    " No Errors"; an ARShim run also needs ARShim's summary, 0 verify and 0 argument-check mismatches in it, and no
+    " No Errors"; an ARShim run also needs its statistics log (read_stats: `stats`, or `stats_problem` when there is
+    none) of np_ ranks, every rank with ARShim, verify and the argument check on with 0 mismatches in it, and no
     "MISMATCH" and no "arguments differ" line."""
     reasons = []
     if timed_out:
@@ -329,13 +390,9 @@ def judge(config, rc, timed_out, log, timeout_s):
         reasons.append("no ' No Errors' line" + (f" ({found.lstrip(' ')})" if found else ""))
     if config == "native":
         return reasons
-    if rc == 0 and not re.search(r"^arshim\[0\] summary:", log, re.M):
-        reasons.append("no ARShim summary line (was ARShim preloaded?)")
-    for line_pattern, count_pattern, reason in SUMMARY_COUNTS:
-        line = first_match(line_pattern, log)
-        count = int(re.findall(count_pattern, line)[-1]) if line else 0  # the last count of the line, as sed's
-        if count:
-            reasons.append(reason.format(count))
+    # A run that failed anyway is not also blamed for the log its rank 0 never wrote; a log it wrote is read.
+    if stats is not None or rc == 0:
+        reasons += stats_reasons(np_, stats, stats_problem or "no statistics log")
     lines = log.splitlines()
     for text, reason in ALARM_LINES:
         count = sum(text in line for line in lines)
@@ -405,31 +462,23 @@ def stack_summary(log):
     return out
 
 
-def arshim_digest(log):
-    """What ARShim did in a run, from rank 0's summary: "paths: native=580 multileader=768; verified 768 calls"."""
-    paths, verified, in_table = [], "", False
-    for line in log.splitlines():
-        if re.match(r"arshim\[0\] path +calls", line):
-            in_table = True
-            continue
-        row = re.match(r"arshim\[0\] ([a-z_-]+) +([0-9]+) ", line) if in_table else None
-        if row:
-            paths.append(f"{row.group(1)}={row.group(2)}")
-            continue
-        in_table = False
-        calls = re.match(r"arshim\[0\] verify: ([0-9]+) calls compared", line)
-        if calls:
-            verified = f"; verified {calls.group(1)} calls"
-    return f"paths: {' '.join(paths)}{verified}" if paths else ""
+def arshim_digest(stats):
+    """What ARShim did in a run, from its statistics log: "paths: native=580 multileader=768; verified 768 calls"."""
+    if not stats:
+        return ""
+    paths = " ".join(f"{p['path']}={p['calls']}" for p in stats["paths"])
+    verified = stats.get("verify", {}).get("calls", 0)
+    return f"paths: {paths}" + (f"; verified {verified} calls" if verified else "") if paths else ""
 
 
 def warning_count(log):
     return len(re.findall(r"^arshim\[[0-9]+\] (?:warning|error):", log, re.M))
 
 
-def passed_digest(config, log):
-    """What the line of a passed run adds: ARShim's digest, and how many warnings ARShim printed."""
-    digest = arshim_digest(log) if config != "native" else ""
+def passed_digest(config, log, stats=None):
+    """What the line of a passed run adds: ARShim's digest (from its statistics log), and how many warnings ARShim
+    printed."""
+    digest = arshim_digest(stats) if config != "native" else ""
     warnings = warning_count(log)
     return digest + (f"; {warnings} ARShim warning/error lines (see log)" if warnings else "")
 
@@ -756,6 +805,13 @@ def dump_stacks(root, program):
     return "".join(line + "\n" for line in out)
 
 
+def remove_stale(path):
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
 def read_log(path):
     with open(path, "rb") as f:
         return files.read_at_most(f.fileno(), LOG_LIMIT).decode("utf-8", "replace")
@@ -807,19 +863,23 @@ class Runner:
             print(f"FAIL {tag}  not built (see {build_log})", flush=True)
             tally.record(run, flavor, config, NOT_BUILT, f"{what}: not built")
             return
-        command = run_command(self.opts.mpirun_sh, flavor, run, config, self.shim_libs.get(flavor), self.opts.set)
+        log_path = os.path.join(self.workdir, "logs", flavor, log_name(run, config))
+        stats_path = os.path.join(self.workdir, "logs", flavor, stats_name(run, config))
+        command = run_command(self.opts.mpirun_sh, flavor, run, config, self.shim_libs.get(flavor), self.opts.set,
+                              stats_path)
         if command is None:
             print(f"skip {tag}  (needs np even or >= 4)", flush=True)
             tally.record(run, flavor, config, NA)
             return
-        log_path = os.path.join(self.workdir, "logs", flavor, log_name(run, config))
+        remove_stale(stats_path)  # an earlier run's log (--workdir) must never be judged as this run's
         started = time.monotonic()
         rc, timed_out = self.execute(command, flavor, run.name, log_path)
         seconds = elapsed(started)
         log = read_log(log_path)
-        why = "; ".join(judge(config, rc, timed_out, log, self.opts.timeout))
+        stats, problem = read_stats(stats_path) if config != "native" else (None, None)
+        why = "; ".join(judge(config, rc, timed_out, log, self.opts.timeout, run.np, stats, problem))
         if not why:
-            digest = passed_digest(config, log)
+            digest = passed_digest(config, log, stats)
             print(f"ok   {tag}  {seconds}s" + (f"  {digest}" if digest else ""), flush=True)
             tally.record(run, flavor, config, OK)
             return
@@ -865,12 +925,14 @@ ARSHIM_SEGMENT_BYTES=1K); multileader (ARSHIM_PATH=multileader); multileader-vpp
 ARSHIM_VIRTUAL_PPN=2; np even or >= 4 only). Every ARShim configuration also sets {' '.join(CHECK_VARS)}."""
 
 EPILOG = f"""\
-A run passes when it exits 0 and prints MPICH's " No Errors" line; an ARShim run also needs ARShim's summary
-("arshim[0] summary:"), 0 verify mismatches and 0 argument-check mismatches in it, and no "MISMATCH" and no
-"arguments differ" line. Runs go one after another through test/mpi/mpirun.sh (oversubscription flags; under
-MPICH the yield helper is preloaded so busy-polling ranks give up the CPU). ARSHIM_* variables of the calling
-environment are ignored (use --set). The ARShim libraries are copied into the work directory first, so that a
-rebuild during the runs does not change what is tested. With --workdir, a second run rebuilds only what changed.
+A run passes when it exits 0 and prints MPICH's " No Errors" line; an ARShim run also needs its statistics log
+(ARSHIM_STATS, written beside the run's log as NAME.CONFIG.stats.json and validated against its schema) saying that
+every rank loaded ARShim, that verify and the argument check ran, with 0 mismatches each, and no "MISMATCH" and no
+"arguments differ" line. A missing or unreadable log fails the run. Runs go one after another through
+test/mpi/mpirun.sh (oversubscription flags; under MPICH the yield helper is preloaded so busy-polling ranks give up
+the CPU). ARSHIM_* variables of the calling environment are ignored (use --set; ARSHIM_STATS is the tool's). The
+ARShim libraries are copied into the work directory first, so that a rebuild during the runs does not change
+what is tested. With --workdir, a second run rebuilds only what changed.
 
 A native run that fails only with MPICH's "Error for type T and op O" lines that a known bug of the MPI library
 explains (docs/library-bugs.md: MPICH 4.0.x MIN/MAX on unsigned types; Open MPI 4.1.x op/avx 8/16-bit SUM,
@@ -939,6 +1001,8 @@ def validate(opts):
     check_workdir(opts.workdir)
     if opts.source and not os.path.exists(opts.source):
         raise CheckError(f"--source {escape(opts.source)}: no such file or directory")
+    if any(v.split("=", 1)[0] == "ARSHIM_STATS" for v in opts.set):
+        raise CheckError("--set ARSHIM_STATS: each run's statistics log is set by the tool (a run is judged on it)")
     opts.flavors = split_list(opts.flavors, FLAVORS, "--flavors", "flavor")
     opts.configs = split_list(opts.configs, CONFIGS, "--configs", "configuration")
     if not opts.repo_root:
@@ -966,6 +1030,8 @@ def check_tools(opts):
                                  f"{opts.build_dir}; or pass --build-dir)")
     if opts.list:
         return libs, None
+    if libs:
+        statslog.validator()  # ARShim runs are judged on their statistics logs: needs jsonschema, before any run
     yield_lib = os.environ.get("ARSHIM_TEST_YIELD_LIB") or os.path.join(opts.build_dir, "test",
                                                                          "libarshim-test-yield.so")
     if opts.backtraces and not shutil.which("gdb"):
