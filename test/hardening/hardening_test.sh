@@ -176,12 +176,17 @@ startup_data() {
 # The warnings the user reads: one line each, by the ranks that know (which ranks lacked ARShim is decided on the
 # data above, not on their wording). warned NAME RANK... : the ranks that printed a warning line, once each.
 warned() {
-  local name=$1 got want
+  local name=$1 r total
   shift
-  got=$(sed -n 's/^arshim\[\([0-9]*\)\] warning: .*/\1/p' <<<"$out" | sort -n | tr '\n' ' ')
-  want=$( (( $# )) && printf '%s\n' "$@" | sort -n | tr '\n' ' ')
-  if [[ $got == "$want" ]]; then ok "$name: ${*:+one warning line each from ranks }${*:-no warning line}"
-  else bad "$name: warning lines from ranks '$got', want '$want'" "$out"; fi
+  total=$(grep -c "^arshim\[[0-9]*\] warning: " <<<"$out")
+  for r in "$@"; do
+    if [[ $(grep -c "^arshim\[$r\] warning: " <<<"$out") -ne 1 ]]; then
+      bad "$name: rank $r printed no warning line, or more than one" "$out"
+      return
+    fi
+  done
+  if (( total == $# )); then ok "$name: ${*:+one warning line each from ranks }${*:-no warning line}"
+  else bad "$name: $total warning lines, want $# (from ranks $*)" "$out"; fi
 }
 # The job finished with right sums: had ARShim stayed on at some ranks, their calls would take ARShim's node paths
 # while the others call the library, and the job would hang (timeout) or sum wrongly.

@@ -1,0 +1,51 @@
+#!/usr/bin/env python3
+"""No test or tool takes a number out of one of ARShim's log lines (issue 55, docs/architecture.md "test/"): counts,
+ranks and mismatches come from the statistics log or the trace; a line for people is checked for being printed,
+once, escaped, never parsed for a verdict.
+
+  check_log_verdicts.py SOURCE_ROOT
+
+Scans the Python and shell files under test/ and tools/ for a pattern that names an ARShim line ("arshim[" as a
+regular expression: arshim\\[ ) and captures a number from it ((\\d, ([0-9], \\([0-9] ), and fails (exit 1, one line
+each) on any outside ALLOWED: the tests whose subject is that very line, which compare it with the log's data."""
+import pathlib
+import re
+import sys
+
+ARSHIM_LINE = re.compile(r"arshim\\+\[")
+NUMBER_CAPTURE = re.compile(r"\(\\d|\(\[0-9\]|\\\(\[0-9\]")
+# path -> why a number is read from a line there
+ALLOWED = {
+    "test/stats/stats_test.py": "the summary line is under test: its numbers against the log's totals and np",
+    "test/sharp/test_sharp.py": "the summary's sharp line is under test: its counts against the log's sharp object",
+}
+SKIP = {"test/unit/check_log_verdicts.py"}
+
+
+def main(root):
+    root = pathlib.Path(root)
+    problems, allowed_seen = [], set()
+    for top in ("test", "tools"):
+        for path in sorted((root / top).rglob("*")):
+            if path.suffix not in (".py", ".sh") or not path.is_file():
+                continue
+            name = path.relative_to(root).as_posix()
+            if name in SKIP:
+                continue
+            for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+                if ARSHIM_LINE.search(line) and NUMBER_CAPTURE.search(line):
+                    if name in ALLOWED:
+                        allowed_seen.add(name)
+                    else:
+                        problems.append(f"{name}:{number}: a number read from an ARShim log line (take it from the "
+                                        f"statistics log or the trace): {line.strip()[:160]}")
+    for name in sorted(set(ALLOWED) - allowed_seen):
+        problems.append(f"{name}: allowed to read a number from a line, and no longer does: drop it from ALLOWED")
+    for problem in problems:
+        print(problem)
+    print(f"check_log_verdicts: {len(problems)} problem(s); allowed: {', '.join(sorted(allowed_seen)) or 'none'}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "."))
