@@ -22,7 +22,7 @@ struct MachineParams {
                                   // bandwidth, B(l) = net_bw * l / (1 + (l - 1) / s) (see node_bandwidth())
     // A simulated network's corrections by message size (arshim simulate --network: SMPI's smpi/lat-factor,
     // smpi/bw-factor, smpi/os and smpi/or). A message of b bytes takes the last section whose `above` is below b
-    // (SimGrid's FactorSet: a section applies to messages larger than its bound) and costs alpha (intra_latency
+    // (arshim simulate places the bounds where SMPI applies them, network.py sections) and costs alpha (intra_latency
     // within a node) x lat + overhead + overhead_per_byte x b, moving at net_bw (copy_bw) x bw. No section (a real
     // machine's parameters, the tuner's fit): factors 1, no overhead.
     struct SizeSection {

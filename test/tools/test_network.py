@@ -79,10 +79,12 @@ def test_calibration_file_is_read_whole(tmp_path):
     # smpi/os: the first section also below its bound, then above each bound (smpi::Host::osend).
     assert lab.overhead(100) == pytest.approx(1e-6 + 5e-7)
     assert lab.overhead(3000) == pytest.approx(2e-6 + 3000e-10 + 5e-7)
-    # The model's table: one section per bound of any table, each taken just above it.
-    assert lab.sections() == [[0, 1.5, 0.5, pytest.approx(1.5e-6), 0.0], [1000, 3.0, 0.5, pytest.approx(1.5e-6), 0.0],
-                              [2000, 3.0, 0.5, pytest.approx(2.5e-6), 1e-10], [4000, 3.0, 0.9, pytest.approx(2.5e-6),
+    # The model's table: one section per bound of any table, the factors from the bound on, the overheads above it.
+    # (A factor's bound less the 16 bytes SMPI adds to a message's size when it compares, network.SMPI_EXTRA_BYTES.)
+    assert lab.sections() == [[0, 1.5, 0.5, pytest.approx(1.5e-6), 0.0], [984, 3.0, 0.5, pytest.approx(1.5e-6), 0.0],
+                              [2000, 3.0, 0.5, pytest.approx(2.5e-6), 1e-10], [3984, 3.0, 0.9, pytest.approx(2.5e-6),
                                                                               1e-10]]
+    assert networks.factor_at(lab.lat_factor, 984) == 1.5 and networks.factor_at(lab.lat_factor, 985) == 3.0
 
 
 def test_shipped_calibrations():

@@ -9,7 +9,7 @@ A calibration file (every key optional but at least one factor table; tools/simu
     name = "edr"                          # how tables name the network (default: the file's name)
     description = "..."                   # one line
     crosstraffic = false                  # SMPI's network/crosstraffic (default true, SMPI's own default)
-    lat_factor = [[0, 1.0], [1024, 1.1]]  # [above bytes, factor]: a message larger than `above` bytes (the last
+    lat_factor = [[0, 1.0], [1024, 1.1]]  # [from bytes, factor]: a message of at least that many bytes (the last
     bw_factor = [[0, 1.0], [1024, 0.13]]  #   such section) pays the route's latency x factor, moves at link x factor
     os = [[0, 2e-7, 0.0]]                 # smpi/os, smpi/or, smpi/ois: [above bytes, seconds, seconds per byte]
     or = [[0, 2e-7, 0.0]]                 #   (SMPI's per-message CPU time of a send, a receive, an isend)
@@ -39,8 +39,8 @@ NAMES = ("ideal", "smpi")
 
 # SMPI's network model (network/model:SMPI) corrects each message by its size: its latency by smpi/lat-factor and its
 # bandwidth by smpi/bw-factor, piecewise. SimGrid 3.32's defaults (src/simgrid/sg_config.cpp), as (above bytes,
-# factor): a message of more than `above` bytes takes the last such section (FactorSet: src/kernel/resource/
-# FactorSet.cpp). Passed to smpirun explicitly so that the simulation and the model use one table whatever SimGrid's
+# factor): SMPI takes the last section whose bound is below the message's size plus SMPI_EXTRA_BYTES (factor_at).
+# Passed to smpirun explicitly so that the simulation and the model use one table whatever SimGrid's
 # own defaults are.
 SMPI_BW_FACTOR = ((0, 0.812084), (257, 0.338112), (732, 0.341987), (1426, 0.608902), (3484, 0.77493),
                   (5776, 1.08739), (9376, 0.58729), (15424, 0.697866), (65472, 0.940694))
@@ -50,6 +50,11 @@ SMPI_LAT_FACTOR = ((0, 2.01467), (257, 1.95341), (732, 1.9503), (1426, 1.61075),
 # (the acknowledgements), so two hosts exchanging a message each way get bw-factor / 1.05 of their links each
 # (measured: 2 nodes x 1, 1 Gbit/s, 1 to 4 MiB, 0.896 of the link).
 CROSSTRAFFIC = 1.05
+# SimGrid 3.32 compares a message's size plus 16 bytes with the factors' bounds (a section applies when size + 16 is
+# above its bound). Measured (2 x 1 ranks, Rabenseifner's two exchanges of 65 536 bytes, a latency factor of 50
+# from a bound of 65 536 + k): k = 1 to 15 charge it, k = 16 and more do not; and 65 472-byte messages pay SimGrid's
+# 11.6436 above 65 472.
+SMPI_EXTRA_BYTES = 16
 PLATFORM_KEYS = ("link_gbit", "latency_us", "loopback_gbytes", "loopback_latency_us", "bandwidth_efficiency")
 FILE_KEYS = ("name", "description", "crosstraffic", "lat_factor", "bw_factor", "os", "or", "ois",
              "copy_bytes_per_s", "reduce_bytes_per_s", "platform")
@@ -60,10 +65,11 @@ class NetworkError(ToolError):
 
 
 def factor_at(table, nbytes):
-    """SimGrid's FactorSet: the factor of the last section whose bound is below `nbytes`; 1 at or below the first."""
+    """SimGrid 3.32's smpi/lat-factor and smpi/bw-factor for a message of `nbytes`: the factor of the last section
+    whose bound is below nbytes + SMPI_EXTRA_BYTES; 1 below the first."""
     value = 1.0
     for above, factor in table:
-        if nbytes <= above:
+        if nbytes + SMPI_EXTRA_BYTES <= above:
             break
         value = factor
     return value
@@ -121,8 +127,9 @@ class Network:
 
     def sections(self):
         """The model's table (MachineParams::sections, arshim-policy predict's "network"): one section per bound of
-        any of the tables, [above, lat, bw, overhead, overhead_per_byte], each function taken just above the bound."""
-        bounds = sorted({a for a, _ in self.lat_factor} | {a for a, _ in self.bw_factor} |
+        any of the tables, [above, lat, bw, overhead, overhead_per_byte] for the messages larger than `above`: a
+        factor's bound less SMPI_EXTRA_BYTES (factor_at), an overhead's bound as it is (smpi::Host::osend)."""
+        bounds = sorted({max(0, a - SMPI_EXTRA_BYTES) for a, _ in self.lat_factor + self.bw_factor} |
                         {a for a, _, _ in self.os} | {a for a, _, _ in self.or_} | {0})
         rows = []
         for above in bounds:

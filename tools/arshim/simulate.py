@@ -227,8 +227,7 @@ def run_group(command, workdir, env, timeout):
 
 
 def smpi_factor(table, nbytes):
-    """The factor SMPI's network model applies to a message of `nbytes` (a section applies to messages larger than its
-    bound: SimGrid's FactorSet)."""
+    """The factor SMPI's network model applies to a message of `nbytes` (a section applies from its bound on)."""
     return networks.factor_at(table, nbytes)
 
 
