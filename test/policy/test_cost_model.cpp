@@ -55,6 +55,26 @@ TEST_CASE("native MPICH 4.0.2: Rabenseifner between two nodes", "[model]") {
     CHECK(native_time(hand(), Shape{8, 1, 2}, Flavor::mpich) == Approx(1.0084e-5));
 }
 
+TEST_CASE("a simulated network's table is read at the size of every message", "[model]") {
+    // MachineParams::sections (arshim simulate --network): above 300 000 bytes 10 x the latency, half the bandwidth
+    // and 1 us of overheads a message. 4 nodes x 1, 1 MiB, MPICH: Rabenseifner, steps of 524288 B (distance 1) and
+    // 262144 B (distance 2), each twice; only the first pays the section:
+    //   2 * (1e-4 + 1e-6 + 524288 * 20 ns) + 2 * (1e-5 + 262144 * 10 ns) + reductions (524288 + 262144) * 0.5 ns
+    //   = 2 * 1.0586760e-2 + 2 * 2.63144e-3 + 3.93216e-4 = 2.6829616e-2
+    MachineParams m = hand();
+    m.size_sections = 2;
+    m.sections[0] = {0, 1, 1, 0, 0};
+    m.sections[1] = {300000, 10, 0.5, 1e-6, 0};
+    CHECK(native_time(m, Shape{kMiB, 1, 4}, Flavor::mpich) == Approx(2.6829616e-2));
+    // A section applies above its bound only: with the bound at 524288 every step is plain alpha-beta.
+    m.sections[1].above = 524288;
+    const double plain = native_time(hand(), Shape{kMiB, 1, 4}, Flavor::mpich);
+    CHECK(native_time(m, Shape{kMiB, 1, 4}, Flavor::mpich) == Approx(plain));
+    // Per byte overheads count each message's bytes (8 B: one exchange, recursive doubling on 2 nodes).
+    m.sections[1] = {0, 1, 1, 0, 1e-9};
+    CHECK(native_time(m, Shape{8, 1, 2}, Flavor::mpich) == Approx(1.0084e-5 + 8e-9));
+}
+
 TEST_CASE("native MPICH 4.0.2: composition alpha across nodes", "[model]") {
     // 2 nodes x 2: node reduce (1e-6 + 5.24288e-4 + 1.048576e-3) + roots' RSA (1.0767904e-2, above)
     //   + node bcast (1e-6 + 2.097152e-3) = 1.443992e-2
