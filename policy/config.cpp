@@ -153,6 +153,16 @@ const std::array<OptionSpec, kOptionCount> kOptions = {{
      "Debug: 1 times the phases of the node shared-memory protocol (multileader, reproducible: copy in, wait for "
      "inputs, reduce, inter-node step, wait for results, copy out) and prints each rank's sums at MPI_Finalize "
      "(docs/cluster.md \"Where the time goes\")."},
+    {OptionId::smpi_copy_bytes_per_s, "ARSHIM_SMPI_COPY_BYTES_PER_S", OptionType::integer, "0", nullptr, 0,
+     int64_t{1} << 50,
+     "SMPI build only (arshim simulate sets it): simulated time charged for ARShim's node copies, in bytes copied "
+     "per second on one rank of a node with all its ranks active; 0 charges nothing. Ignored by the real "
+     "libraries. docs/scale.md \"Computation\"."},
+    {OptionId::smpi_reduce_bytes_per_s, "ARSHIM_SMPI_REDUCE_BYTES_PER_S", OptionType::integer, "0", nullptr, 0,
+     int64_t{1} << 50,
+     "SMPI build only (arshim simulate sets it): simulated time charged for every reduction, ARShim's and the "
+     "library's (through ARShim's op), in bytes reduced per second on one rank of a node with all its ranks "
+     "active; 0 charges nothing. Ignored by the real libraries. docs/scale.md \"Computation\"."},
 }};
 
 std::string_view trim(std::string_view s) {

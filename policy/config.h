@@ -59,6 +59,8 @@ enum class OptionId : uint8_t {
     sharp_lib,
     sharp_sat_threshold,
     phase_times,
+    smpi_copy_bytes_per_s,
+    smpi_reduce_bytes_per_s,
     count
 };
 constexpr std::size_t kOptionCount = static_cast<std::size_t>(OptionId::count);

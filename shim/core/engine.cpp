@@ -30,8 +30,10 @@ namespace arshim::engine {
 
 namespace {
 
-// The library's allreduce, inlined into the fast path (run_native, below, for everyone else).
+// The library's allreduce, inlined into the fast path (run_native, below, for everyone else). In the SMPI build
+// with reductions charged the library gets ARShim's op, which charges them (simd_ops.h charged_library_op).
 inline int library_allreduce(const CallArgs& args, MPI_Op op) {
+    op = charged_library_op(op, args.datatype);  // the op itself in the real build (an empty inline)
 #if MPI_VERSION >= 4
     if (args.large_count) return PMPI_Allreduce_c(args.sendbuf, args.recvbuf, args.count, args.datatype, op, args.comm);
 #endif
@@ -147,12 +149,13 @@ uint64_t derived_bytes(const CallArgs& args) {
 }
 
 // The MPI_Op a path hands the library for this call: a known library bug's ARShim op, ARShim's SIMD op where the
-// decision says kernel = simd, else the user's.
+// decision says kernel = simd, else the user's (in the SMPI build with reductions charged, ARShim's op that charges:
+// simd_ops.h charged_library_op).
 MPI_Op library_op_for(const CallArgs& args, kernels::Op kop, const Routed& r, const policy::Decision& d) {
     if (r.library_bug) return r.library_op;
     if (d.kernel == policy::KernelChoice::simd)
         if (const MPI_Op simd = simd_op(kop); simd != MPI_OP_NULL) return simd;
-    return args.op;
+    return charged_library_op(args.op, args.datatype);
 }
 
 Routed replay_served(const CallArgs& args, Resolution& c) {

@@ -28,6 +28,7 @@
 #include "shim/paths/node_shm.h"
 #include "shim/paths/window_pool.h"
 #include "shim/base/mpi_util.h"
+#include "shim/base/sim_charge.h"
 #include "shim/sharp/lib.h"
 #include "shim/core/simd_ops.h"
 #include "shim/stats/callsites.h"
@@ -318,6 +319,9 @@ void initialize(bool collective) {
         CommContext::create_keyval();
         start_statistics(*rt);
         g_phase_times_on = rt->config.flag(OptionId::phase_times);
+        // The SMPI build's charges for computation (shim/base/sim_charge.h); nothing in the real build.
+        charge::configure(rt->config.number(OptionId::smpi_copy_bytes_per_s),
+                          rt->config.number(OptionId::smpi_reduce_bytes_per_s));
         // Checked calls are never replayed. With settings read locally (MPI_Init not intercepted) whether a call is
         // checked is its communicator's agreed setting, which the replay would not consult: no replay either.
         if (rt->settings.check_args || !rt->config_agreed) stats::set_no_replay();

@@ -11,6 +11,7 @@
 #include <cstdio>
 
 #include "shim/base/mpi_types.h"
+#include "shim/base/sim_charge.h"
 
 namespace arshim {
 
@@ -32,7 +33,10 @@ template <kernels::Op O> void reduce(void* in, void* inout, int* len, MPI_Dataty
     if (type.predefined)
         fn = kernels::active().binary[static_cast<size_t>(O)][static_cast<size_t>(type.type)];
     if (!fn) unsupported(O, datatype);
-    if (*len > 0) fn(in, inout, static_cast<size_t>(*len));
+    if (*len <= 0) return;
+    // The SMPI build: the simulated time of the bytes reduced, charged within the library's call (sim_charge.h).
+    charge::reduce_in_mpi(static_cast<size_t>(*len) * type.size);
+    fn(in, inout, static_cast<size_t>(*len));
 }
 
 MPI_User_function* const kFunctions[kernels::kOpCount] = {
@@ -67,5 +71,18 @@ MPI_Op simd_op_for(MPI_Op op) {
     kernels::Op kop{};
     return kernel_op(op, &kop) ? simd_op(kop) : MPI_OP_NULL;
 }
+
+#if defined(ARSHIM_FLAVOR_SMPI)
+MPI_Op charged_library_op(MPI_Op op, MPI_Datatype datatype) {
+    if (!charge::reductions_charged()) return op;
+    kernels::Op kop{};
+    if (!kernel_op(op, &kop)) return op;  // a user's op, or ARShim's already
+    const TypeInfo type = type_info(datatype);
+    if (!type.predefined || kernels::active().binary[static_cast<size_t>(kop)][static_cast<size_t>(type.type)] == nullptr)
+        return op;
+    const MPI_Op simd = simd_op(kop);
+    return simd != MPI_OP_NULL ? simd : op;
+}
+#endif
 
 }  // namespace arshim

@@ -19,4 +19,15 @@ MPI_Op simd_op(kernels::Op op);
 // other datatype as an internal error and aborts (shim/core/simd_ops.cpp).
 MPI_Op simd_op_for(MPI_Op op);
 
+// The op to hand the library for `op` on `datatype` (the engine's native route, the paths' library calls). In the
+// SMPI build, while reductions are charged (shim/base/sim_charge.h), ARShim's SIMD op wherever it reduces this pair:
+// its function charges the simulated time of the bytes it reduces, then reduces, so the library's reductions cost
+// what ARShim's own do. SMPI's collective selectors look only at whether an op commutes, and the SIMD ops do, so
+// the library's algorithm stays the one it picks for the predefined op. Everywhere else `op` itself.
+#if defined(ARSHIM_FLAVOR_SMPI)
+MPI_Op charged_library_op(MPI_Op op, MPI_Datatype datatype);
+#else
+inline MPI_Op charged_library_op(MPI_Op op, MPI_Datatype) { return op; }
+#endif
+
 }  // namespace arshim

@@ -161,6 +161,7 @@ PathOutcome serve_latency(const Call& call) {
 
     SlotHeader* const mine = state->header(buffer, me);
     std::memcpy(LatencyState::data(mine, bytes), input, bytes);
+    charge::copy(bytes);  // the SMPI build's simulated time (shim/base/sim_charge.h); else nothing
     mine->sequence.store(s, std::memory_order_release);
 
     // This rank's own contribution is read from its input, not from the slot it just wrote: a load from that slot
@@ -179,6 +180,7 @@ PathOutcome serve_latency(const Call& call) {
             sources[r] = r == me && own_from_input ? input : LatencyState::data(h, bytes);
         }
         call.nary(output, sources, static_cast<std::size_t>(ppn), count);
+        charge::nary(bytes, static_cast<std::size_t>(ppn));
     };
     if (ctx.node_count == 1) {
         reduce_node();
@@ -188,18 +190,23 @@ PathOutcome serve_latency(const Call& call) {
     int rc = MPI_SUCCESS;
     if (me == 0) {
         if (ppn > 1) reduce_node();
-        else std::memcpy(output, input, bytes);
+        else {
+            std::memcpy(output, input, bytes);
+            charge::copy(bytes);
+        }
         rc = PMPI_Allreduce(MPI_IN_PLACE, output, static_cast<int>(count), call.args.datatype, call.library_op,
                             state->leaders);
         if (ppn > 1) {
             // On an error the node still completes the call (nobody hangs), and the others get the error too.
             std::memcpy(LatencyState::data(result, bytes), output, bytes);
+            charge::copy(bytes);
             result->sequence.store(static_cast<uint64_t>(rc), std::memory_order_relaxed);
             publish_waking(*state->result, s);
         }
     } else {
         wait_sleeping(*state->result, s);
         std::memcpy(output, LatencyState::data(result, bytes), bytes);
+        charge::copy(bytes);
         rc = static_cast<int>(result->sequence.load(std::memory_order_relaxed));
     }
     return PathOutcome::done(rc);

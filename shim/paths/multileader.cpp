@@ -9,6 +9,7 @@
 #include "policy/cost_model.h"
 #include "shim/base/library_nb.h"
 #include "shim/base/mpi_util.h"
+#include "shim/base/sim_charge.h"
 #include "shim/paths/node_shm.h"
 #include "shim/paths/paths.h"
 
@@ -32,7 +33,7 @@ int internode_allreduce(void* data, std::size_t count, const Call& call, MPI_Com
         if (rc != MPI_SUCCESS) break;
         ++posted;
     }
-    const int wait_rc = PMPI_Waitall(posted, requests, MPI_STATUSES_IGNORE);
+    const int wait_rc = library_waitall(posted, requests);
     return rc != MPI_SUCCESS ? rc : wait_rc;
 }
 
@@ -63,6 +64,7 @@ int ring_allreduce(char* data, std::size_t count, const Call& call, MPI_Comm com
         char* block = data + first(recv) * element;
         const void* sources[2] = {block, scratch};
         call.nary(block, sources, 2, static_cast<std::size_t>(length(recv)));
+        charge::reduce(static_cast<std::size_t>(length(recv)) * element);  // the SMPI build's (sim_charge.h)
     }
     // Allgather: pass the reduced blocks on around the ring, each received straight into its place.
     for (int k = 0; k + 1 < h; ++k) {
@@ -111,7 +113,10 @@ PathOutcome run_one_rank_ring(const Call& call) {
     const std::size_t element = call.type.size;
     const std::size_t count = static_cast<std::size_t>(call.args.count);
     char* data = static_cast<char*>(call.args.recvbuf);
-    if (call.args.sendbuf != MPI_IN_PLACE && count > 0) std::memcpy(data, call.args.sendbuf, count * element);
+    if (call.args.sendbuf != MPI_IN_PLACE && count > 0) {
+        std::memcpy(data, call.args.sendbuf, count * element);
+        charge::copy(count * element);
+    }
     // A chunk of h blocks of at most kOneRankRingBlock bytes each (ring_allreduce's blocks are count / h elements).
     const std::size_t chunk = std::max<std::size_t>(1, kOneRankRingBlock / element) * static_cast<std::size_t>(ctx.size);
     PhaseClock clock;

@@ -54,6 +54,7 @@
 #include <vector>
 
 #include "policy/cost_model.h"
+#include "shim/base/sim_charge.h"
 #include "shim/paths/call.h"
 #include "shim/paths/node_segment.h"
 #include "shim/paths/path_context.h"
@@ -271,6 +272,7 @@ int run_shm_protocol(const Call& call, ShmState& state, kernels::NaryFn reduce, 
         // (1) my input chunk into my slot
         if (!staged) {
             std::memcpy(state.slot(buffer, me), input + first * element, n * element);
+            charge::copy(n * element);  // the SMPI build's simulated time (shim/base/sim_charge.h); else nothing
             publish(state.arrived[me], s);
         }
         staged = false;
@@ -281,6 +283,7 @@ int run_shm_protocol(const Call& call, ShmState& state, kernels::NaryFn reduce, 
             clock.lap(&PhaseTimes::wait_inputs);
             for (int r = 0; r < state.ppn; ++r) sources[r] = state.slot(buffer, r);
             reduce(output + first * element, sources, static_cast<std::size_t>(state.ppn), n);
+            charge::nary(n * element, static_cast<std::size_t>(state.ppn));
             state.copied[me].value.store(s, std::memory_order_release);
             clock.lap(&PhaseTimes::reduce);
             continue;
@@ -297,6 +300,7 @@ int run_shm_protocol(const Call& call, ShmState& state, kernels::NaryFn reduce, 
                 // (2) reduce partition `me` over every rank's slot, in node-rank order (same bits on every rank)
                 for (int r = 0; r < state.ppn; ++r) sources[r] = state.slot(buffer, r) + offset;
                 reduce(state.result(buffer) + offset, sources, static_cast<std::size_t>(state.ppn), part_count);
+                charge::nary(part_count * element, static_cast<std::size_t>(state.ppn));
                 clock.lap(&PhaseTimes::reduce);
                 // (3) across nodes; after an error the protocol still completes, so no rank of the node hangs.
                 // A step that needs scratch room gets this leader's own slot at the partition: only this leader
@@ -322,6 +326,7 @@ int run_shm_protocol(const Call& call, ShmState& state, kernels::NaryFn reduce, 
             const std::size_t next_n = std::min(chunk_elements, count - next_first);
             std::memcpy(state.slot(static_cast<int>((s + 1) % kShmBuffers), me), input + next_first * element,
                         next_n * element);
+            charge::copy(next_n * element);
             publish(state.arrived[me], s + 1);
             staged = true;
             clock.lap(&PhaseTimes::copy_in);
@@ -331,6 +336,7 @@ int run_shm_protocol(const Call& call, ShmState& state, kernels::NaryFn reduce, 
         for (int j = 0; j < leaders; ++j) wait_for(state.reduced[j], s);
         clock.lap(&PhaseTimes::wait_results);
         std::memcpy(output + first * element, state.result(buffer), n * element);
+        charge::copy(n * element);
         publish(state.copied[me], s);
         clock.lap(&PhaseTimes::copy_out);
     }

@@ -9,6 +9,7 @@
 
 #include "shim/base/flavor.h"
 #include "shim/base/library_nb.h"
+#include "shim/base/sim_charge.h"
 #include "shim/paths/path_context.h"
 #include "shim/paths/paths.h"
 
@@ -29,10 +30,11 @@ constexpr uint32_t kMaxWindow = 64;
 inline bool stage_in_place() { return library() == Library::openmpi; }
 constexpr int kLibnbcRingMinRanks = 4;
 #elif defined(ARSHIM_FLAVOR_SMPI)
-// SimGrid 3.32's MPI_Iallreduce gets in-place calls of 64 KiB or more wrong (any number of ranks, both selectors;
-// the blocking MPI_Allreduce is right): staged like Open MPI's, from 2 ranks.
-constexpr bool stage_in_place() { return true; }
-constexpr int kLibnbcRingMinRanks = 2;
+// The SMPI build's non-blocking allreduce is ARShim's own schedule (shim/base/library_nb_smpi.cpp), right in place
+// and with the same algorithm either way (SimGrid 3.32's MPI_Iallreduce, which it replaces, got in-place calls of
+// 64 KiB or more wrong): nothing is staged.
+constexpr bool stage_in_place() { return false; }
+constexpr int kLibnbcRingMinRanks = 4;
 #else
 constexpr bool stage_in_place() { return false; }
 constexpr int kLibnbcRingMinRanks = 4;
@@ -107,8 +109,10 @@ PathOutcome serve_pipelined(const Call& call) {
         const void* send = MPI_IN_PLACE;
         if (!in_place)
             send = static_cast<const char*>(args.sendbuf) + offset;
-        else if (staging != nullptr)
+        else if (staging != nullptr) {
             send = std::memcpy(staging + slot * segment_bytes, recv, n * element);
+            charge::copy(n * element);  // the SMPI build's simulated time (shim/base/sim_charge.h); else nothing
+        }
         requests[slot] = MPI_REQUEST_NULL;
         return library_iallreduce(send, recv, n, args.datatype, op, args.comm, &requests[slot]);
     };
@@ -119,20 +123,19 @@ PathOutcome serve_pipelined(const Call& call) {
         rc = post(next, slot);
         if (rc != MPI_SUCCESS) {
             // Requests already posted must still complete before returning.
-            PMPI_Waitall(static_cast<int>(slot), requests, MPI_STATUSES_IGNORE);
+            library_waitall(static_cast<int>(slot), requests);
             return PathOutcome::done(rc);
         }
     }
-    if (window == segments) return PathOutcome::done(PMPI_Waitall(static_cast<int>(window), requests,
-                                                                  MPI_STATUSES_IGNORE));
+    if (window == segments) return PathOutcome::done(library_waitall(static_cast<int>(window), requests));
     while (next < segments) {
         int index = MPI_UNDEFINED;
-        rc = PMPI_Waitany(static_cast<int>(window), requests, &index, MPI_STATUS_IGNORE);
+        rc = library_waitany(static_cast<int>(window), requests, &index);
         if (rc != MPI_SUCCESS || index == MPI_UNDEFINED) break;
         rc = post(next++, static_cast<uint32_t>(index));
         if (rc != MPI_SUCCESS) break;
     }
-    const int wait_rc = PMPI_Waitall(static_cast<int>(window), requests, MPI_STATUSES_IGNORE);
+    const int wait_rc = library_waitall(static_cast<int>(window), requests);
     return PathOutcome::done(rc != MPI_SUCCESS ? rc : wait_rc);
 }
 

@@ -75,7 +75,10 @@ int gather_fold(PathContext& ctx, ReproState& rs, const Fold& f) {
         rc = PMPI_Allgather(f.in + first * f.size, static_cast<int>(bytes), MPI_BYTE, all, static_cast<int>(bytes),
                             MPI_BYTE, ctx.comm);
         for (std::size_t r = 0; r < p; ++r) rs.sources[r] = all + r * bytes;
-        if (rc == MPI_SUCCESS) f.fold(f.out + first * f.size, rs.sources.data(), p, n);
+        if (rc == MPI_SUCCESS) {
+            f.fold(f.out + first * f.size, rs.sources.data(), p, n);
+            charge::nary(bytes, p);  // the SMPI build's simulated time (shim/base/sim_charge.h); else nothing
+        }
     }
     return rc;
 }
@@ -108,6 +111,7 @@ int exchange_fold(PathContext& ctx, ReproState& rs, const Fold& f) {
         if (rc != MPI_SUCCESS) break;
         for (std::size_t r = 0; r < p; ++r) rs.sources[r] = parts + r * mine;
         f.fold(folded, rs.sources.data(), p, mine / f.size);
+        charge::nary(mine, p);
         rc = PMPI_Allgatherv(folded, static_cast<int>(mine), MPI_BYTE, f.out + first * f.size, rs.counts.data(),
                              rs.displs.data(), MPI_BYTE, ctx.comm);
     }
@@ -159,6 +163,7 @@ int chain_fold(PathContext& ctx, ShmState& st, ReproState& rs, int leaders, MPI_
             for (int r = 0; r < st.ppn; ++r) sources[nsrc++] = st.slot(b, r) + part_first[b] * es;
             char* dst = node < nodes - 1 ? rs.partial[b].data() : result;
             f.fold(dst, sources, nsrc, pc);
+            charge::nary(bytes, nsrc);
             if (node < nodes - 1) {
                 note(PMPI_Isend(dst, static_cast<int>(bytes), MPI_BYTE, node + 1, kForwardTag, leader_comm,
                                 &forward[b]));
@@ -188,6 +193,7 @@ int chain_fold(PathContext& ctx, ShmState& st, ReproState& rs, int leaders, MPI_
             else wait_at_least(st.reduced[j].value, s);
         }
         std::memcpy(f.out + first * es, st.result(static_cast<int>(s % kShmBuffers)), n * es);
+        charge::copy(n * es);
         publish_waking(st.copied[me], s);
     };
 
@@ -197,6 +203,7 @@ int chain_fold(PathContext& ctx, ShmState& st, ReproState& rs, int leaders, MPI_
         const std::size_t n = std::min(chunk_elements, f.count - first);
         const uint64_t s = ++st.sequence;
         std::memcpy(st.slot(static_cast<int>(s % kShmBuffers), me), f.in + first * es, n * es);
+        charge::copy(n * es);
         publish_waking(st.arrived[me], s);
         if (leader) start(s, n);
         if (pending != 0) finish(pending, pending_first, pending_n);

@@ -505,7 +505,10 @@ PathOutcome run_direct(const Call& call, Level& level, const Plan& plan) {
         const std::size_t n = std::min(chunk, count - first);
         char* out = recv + first * size;
         const char* in = in_place ? level.scratch : send + first * size;
-        if (in_place) std::memcpy(level.scratch, out, n * size);
+        if (in_place) {
+            std::memcpy(level.scratch, out, n * size);
+            charge::copy(n * size);  // the SMPI build's simulated time (shim/base/sim_charge.h); else nothing
+        }
         if (result.kind != Kind::host) {
             const sharp::Buffer ib{in, in_place ? g.pinned_mr() : nullptr, !in_place};
             const sharp::Buffer ob{out, nullptr, true};

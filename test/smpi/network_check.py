@@ -20,6 +20,17 @@ import subprocess
 import sys
 
 HALF = 512 * 1024
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "..", "tools"))
+from arshim.simulate import DEFAULT_REDUCE_BYTES_PER_S  # noqa: E402
+
+
+def reduced_us(nbytes):
+    """The computation the simulation charges on 2 x 1 and no closed form here or model counts (docs/scale.md
+    "Computation"): Rabenseifner on 2 ranks reduces half the vector on each, at arshim simulate's default rate
+    (no network here gives one)."""
+    return nbytes / 2 / DEFAULT_REDUCE_BYTES_PER_S * 1e6
+
+
 EXPECTED = {
     "ideal": 2 * (2e-6 + HALF / 12.5e9) * 1e6,
     "edr": 2 * (5.7e-6 + 3.06e-7 + HALF / (12.5e9 * 0.975)) * 1e6,
@@ -53,7 +64,7 @@ def main():
                   f"({row['algorithm']})")
             if row["network"] != network or "rab_rdb" not in row["algorithm"]:
                 failures.append(f"{network} {config}: network {row['network']!r}, algorithm {row['algorithm']!r}")
-            if abs(sim / expected - 1) > 0.02:
+            if abs((sim - reduced_us(2 * HALF)) / expected - 1) > 0.02:
                 failures.append(f"{network} {config}: simulated {sim:.2f} us, expected {expected:.2f} us")
             if abs(model / expected - 1) > 0.01:
                 failures.append(f"{network} {config}: model {model:.2f} us, expected {expected:.2f} us")
@@ -68,7 +79,8 @@ def main():
         expected = 2 * (lat * 2e-6 + nbytes // 2 / (12.5e9 * bw / 1.05)) * 1e6
         print(f"smpi at the 65472 bound, {nbytes // 2}-byte messages: simulated {row['sim_us']} us, model "
               f"{row['model_us']} us, closed form {expected:.2f} us")
-        if abs(float(row["sim_us"]) / expected - 1) > 0.02 or abs(float(row["model_us"]) / expected - 1) > 0.01:
+        if abs((float(row["sim_us"]) - reduced_us(nbytes)) / expected - 1) > 0.02 or \
+                abs(float(row["model_us"]) / expected - 1) > 0.01:
             failures.append(f"at a factor's bound ({nbytes} bytes): simulated {row['sim_us']}, model "
                             f"{row['model_us']}, expected {expected:.2f}")
     rows = simulate(arshim, work, "mpich4x2", "--nodes", "4", "--ppn", "2", "--sizes", "8,64K", "--network", "ideal",

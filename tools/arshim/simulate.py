@@ -91,6 +91,28 @@ CROSSTRAFFIC = networks.CROSSTRAFFIC
 # host CPU time of a rank's code (ARShim's copies and SIMD reductions) costs nearly nothing at the default
 # smpi/host-speed. The model's reduction throughput is therefore "free": 1e18 bytes/s (1 GiB in 1 ns).
 NO_COMPUTE_GAMMA = 1e18
+# Computation, charged (docs/scale.md "Computation"): SMPI runs with smpi/simulate-computation:no, so the host CPU
+# time of a rank's code costs nothing (the machine's noise, SMPI's own overhead), and ARShim's SMPI build charges its
+# node copies and every reduction, the library's too (through the op it hands the library; the native probe reduces
+# through an op that charges the same), at a node's copy and reduce rates with all its ranks active: the --network
+# calibration's copy_bytes_per_s and reduce_bytes_per_s, passed to the ranks as ARSHIM_SMPI_COPY_BYTES_PER_S and
+# ARSHIM_SMPI_REDUCE_BYTES_PER_S, else these defaults, measured on the project's 2-core machine with the kernel
+# benchmark of `arshim bench kernels` (arshim-bench-kernels-mpich --cpu-time, two copies at once, one per core: a
+# node with all its ranks active), 4 MiB buffers: memcpy 25.7-26.2 GB/s counting 2n bytes, ARShim's AVX-512 double
+# sum 37.7-38.2 GB/s counting 3n, i.e. 13.0e9 and 12.6e9 bytes of the vector per second (docs/scale.md
+# "Computation").
+COMPUTE_CONFIG = ["--cfg=smpi/simulate-computation:no"]
+DEFAULT_COPY_BYTES_PER_S = 13.0e9
+DEFAULT_REDUCE_BYTES_PER_S = 12.6e9
+
+
+def compute_settings(network=None):
+    """The ranks' ARSHIM_SMPI_* rates: the network calibration's copy_bytes_per_s and reduce_bytes_per_s where it
+    gives them, else the defaults (bytes per second, whole numbers)."""
+    copy = getattr(network, "copy_bytes_per_s", None) or DEFAULT_COPY_BYTES_PER_S
+    reduce = getattr(network, "reduce_bytes_per_s", None) or DEFAULT_REDUCE_BYTES_PER_S
+    return {"ARSHIM_SMPI_COPY_BYTES_PER_S": str(max(1, round(copy))),
+            "ARSHIM_SMPI_REDUCE_BYTES_PER_S": str(max(1, round(reduce)))}
 # Platform presets (--preset): values for the options not given. "rig": the emulated cluster of docs/cluster.md
 # (1 Gbit/s links shaped with tc on veth, 2 cores shared by every host), fitted in docs/scale.md "Calibration against
 # the emulated rig".
@@ -490,11 +512,13 @@ def run_probe(args, selector, with_arshim, settings, sizes, ranks, platform, hos
     for name in [n for n in env if n.startswith("ARSHIM_")]:
         del env[name]
     env.update(settings)
+    env.update(compute_settings(getattr(args, "network_model", None)))  # charged computation (COMPUTE_CONFIG)
     network = getattr(args, "network_model", None) or networks.SMPI
     command = [args.smpirun, "-np", str(ranks), "-platform", platform, "-hostfile", hostfile,
                f"--cfg=smpi/coll-selector:{selector}"] + network.smpi_config() + \
         ([f"--cfg=smpi/allreduce:{algorithm}"] if algorithm else []) + \
         ["--log=root.thres:critical", probe, "--iterations", str(args.iterations)] + [str(s) for s in sizes]
+    command[1:1] = COMPUTE_CONFIG
     try:
         done = run_group(command, workdir, env, args.timeout)
     except subprocess.TimeoutExpired:

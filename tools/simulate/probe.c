@@ -12,6 +12,13 @@
  * rank's buffer is the same memory, so 1 024 ranks fit, and the results are garbage (not checked; test/smpi checks
  * results).
  *
+ * Computation (docs/scale.md "Computation"): `arshim simulate` runs SMPI with smpi/simulate-computation:no and sets
+ * ARSHIM_SMPI_REDUCE_BYTES_PER_S (and ARSHIM_SMPI_COPY_BYTES_PER_S), which ARShim's SMPI build charges its copies and
+ * reductions at, the library's included (it hands the library an op that charges). Without ARShim (the native
+ * probe) the calls reduce through a commutative user op that charges the same per-byte cost for the bytes it is
+ * given and then sums: SMPI's selectors choose by commutativity alone, so the algorithm is the one MPI_SUM gets, and
+ * its reductions, which SMPI never charges itself, cost what ARShim's do.
+ *
  *   probe --startup BYTES
  *
  * Start-up instead (docs/scale.md "Start-up at scale"): one line "startup INIT_US WORLD_US TOTAL_US CHECK_US
@@ -22,6 +29,7 @@
  * the first 12 allreduces of BYTES on it (ARShim serves a new communicator from its 8th call, and builds the path's
  * state, such as a node window, there) and a later one. */
 #include <mpi.h>
+#include <simgrid/host.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +45,19 @@ static void* alloc(size_t bytes, int shared) {
 static void release(void* p, int shared) {
   if (shared) SMPI_SHARED_FREE(p);
   else free(p);
+}
+
+/* Seconds per byte reduced (ARSHIM_SMPI_REDUCE_BYTES_PER_S), charged by the native probe's op; 0: none. */
+static double g_reduce_seconds_per_byte;
+
+/* MPI_SUM of doubles that first charges its bytes as computation on the rank's simulated core. */
+static void charged_sum(void* in, void* inout, int* len, MPI_Datatype* type) {
+  (void)type;
+  if (*len <= 0) return;
+  smpi_execute_flops((double)*len * sizeof(double) * g_reduce_seconds_per_byte * sg_host_get_speed(sg_host_self()));
+  const double* a = in;
+  double* b = inout;
+  for (int i = 0; i < *len; ++i) b[i] = a[i] + b[i];
 }
 
 /* ARShim's query API when the probe is linked with it (weak: null in the native probe). */
@@ -125,6 +146,13 @@ int main(int argc, char** argv) {
     first = 3;
   }
   if (iterations < 1) iterations = 1;
+  /* The op the timed calls reduce with: MPI_SUM, or without ARShim and with reductions charged the charging sum. */
+  MPI_Op op = MPI_SUM;
+  const char* rate = getenv("ARSHIM_SMPI_REDUCE_BYTES_PER_S");
+  if (arshim_path_calls == NULL && rate != NULL && atof(rate) > 0) {
+    g_reduce_seconds_per_byte = 1.0 / atof(rate);
+    MPI_Op_create(charged_sum, 1, &op);
+  }
   for (int a = first; a < argc; ++a) {
     const long long bytes = atoll(argv[a]);
     long long count = bytes / (long long)sizeof(double);
@@ -137,11 +165,11 @@ int main(int argc, char** argv) {
       fprintf(stderr, "probe: cannot allocate %zu bytes\n", size);
       MPI_Abort(MPI_COMM_WORLD, 2);
     }
-    for (int w = 0; w < 2; ++w) MPI_Allreduce(in, out, (int)count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    for (int w = 0; w < 2; ++w) MPI_Allreduce(in, out, (int)count, MPI_DOUBLE, op, MPI_COMM_WORLD);
     MPI_Barrier(MPI_COMM_WORLD);
     const long long calls_before = forced_path_calls();
     const double t0 = MPI_Wtime();
-    for (int i = 0; i < iterations; ++i) MPI_Allreduce(in, out, (int)count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    for (int i = 0; i < iterations; ++i) MPI_Allreduce(in, out, (int)count, MPI_DOUBLE, op, MPI_COMM_WORLD);
     const double elapsed = MPI_Wtime() - t0;
     const long long calls_after = forced_path_calls();
     const double per_call_us = slowest_us(elapsed / iterations);
@@ -153,6 +181,7 @@ int main(int argc, char** argv) {
     release(in, shared);
     release(out, shared);
   }
+  if (op != MPI_SUM) MPI_Op_free(&op);
   MPI_Finalize();
   return 0;
 }
