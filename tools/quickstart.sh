@@ -102,7 +102,9 @@ demo() {
     echo
     echo "=== examples/allreduce_sweep under $flavor, $np ranks, ARShim preloaded ==="
     local extra=()
-    [[ $flavor == openmpi ]] && extra=(--oversubscribe --mca mpi_yield_when_idle 1 --bind-to none)
+    # One node: shared memory only (Open MPI 5's TCP transport otherwise prints "Unable to find reachable pairing
+    # between local and remote interfaces" where the host has no routable interface; vader is Open MPI 5's sm too).
+    [[ $flavor == openmpi ]] && extra=(--oversubscribe --mca mpi_yield_when_idle 1 --mca btl self,vader --bind-to none)
     "$BUILD_DIR/tools/arshim" run -v -- "mpirun.$flavor" -n "$np" "${extra[@]}" \
       "$BUILD_DIR/examples/allreduce_sweep-$flavor" --max "${MAX_BYTES:-16M}"
   done
@@ -131,8 +133,15 @@ PY
 }
 
 case ${1:-} in
-  demo) t0=$SECONDS; apt_install "${DEMO_PACKAGES[@]}"; build_demo; demo
-        echo; echo "quickstart: demo done in $((SECONDS - t0)) s (install, build, both runs)" ;;
+  demo) t0=$SECONDS
+        apt_install "${DEMO_PACKAGES[@]}"
+        t1=$SECONDS
+        build_demo
+        t2=$SECONDS
+        demo
+        echo
+        echo "quickstart: demo done in $((SECONDS - t0)) s: packages $((t1 - t0)) s, build $((t2 - t1)) s," \
+             "both runs $((SECONDS - t2)) s" ;;
   test) shift; install_missing; build; run_tests "$@" ;;
   build) install_missing; build ;;
   install) install_missing ;;
