@@ -20,6 +20,8 @@ constexpr double kPredictedMargin = 0.9;  // a predicted choice must beat native
 
 Decision native_decision() { return decision_for(Path::native); }
 
+}  // namespace
+
 bool serves(const Decision& d, uint32_t ppn) {
     // At one rank per node, one leader is ARShim's ring over the ranks where the inter-node step takes it (3, 5, 6
     // or 7 nodes, from 64 KiB: shim/paths/multileader.cpp); elsewhere the path declines to the library's own, which
@@ -48,6 +50,8 @@ bool sensible_at(const Decision& d, uint64_t bytes) {
     return d.path() != Path::pipelined || d.get<PipelinedParams>().segment_bytes == 0 ||
            bytes >= d.get<PipelinedParams>().segment_bytes;
 }
+
+namespace {
 
 // [lo, hi) of the size buckets the table decides one by one: [0, 16), then powers of two up to max_bytes, then the
 // rest. The policy's byte bounds are powers of two, so a decision is constant within a bucket.
@@ -159,6 +163,8 @@ std::vector<double> corrections(const std::vector<Measurement>& measured, const 
     return out;
 }
 
+}  // namespace
+
 // Whether the multi-leader path's inter-node step is another algorithm on `to_nodes` than on `from_nodes` at this
 // size (ARShim's ring where the node count is not a power of two, the library's allreduce elsewhere: cost_model.h).
 bool internode_step_changes(const Decision& d, uint32_t from_nodes, uint32_t to_nodes, uint32_t ppn, uint64_t bytes) {
@@ -167,8 +173,6 @@ bool internode_step_changes(const Decision& d, uint32_t from_nodes, uint32_t to_
         bytes / std::clamp<uint32_t>(d.get<MultileaderParams>().leaders, 1, std::max<uint32_t>(ppn, 1));
     return model::internode_ring_auto(from_nodes, partition) != model::internode_ring_auto(to_nodes, partition);
 }
-
-}  // namespace
 
 std::vector<Decision> candidates_for(const std::vector<Measurement>& measured, uint32_t ppn) {
     std::vector<Decision> out{native_decision()};
