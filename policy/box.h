@@ -37,8 +37,7 @@ struct Interval {
 // MPI flavors a rule can be restricted to.
 enum class Flavor : uint8_t { mpich, openmpi, count };
 constexpr std::size_t kFlavorCount = static_cast<std::size_t>(Flavor::count);
-constexpr uint32_t kAllDtypes = (1u << vocab::kPolicyDtypeClassCount) - 1;  // bit per DtypeClass
-constexpr uint32_t kAllOps = (1u << vocab::kOpCount) - 1;     // bit per kernels::Op
+// kAllDtypes, kAllOps: policy/path_spec.h (a path's Applies uses them too).
 constexpr uint32_t kAllFlavors = (1u << kFlavorCount) - 1;      // bit per Flavor
 // Whether a call hits a known wrong reduction of the MPI library that ARShim routes around (policy/library_bugs.h):
 // bit 0 = no, bit 1 = yes.

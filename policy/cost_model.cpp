@@ -445,6 +445,11 @@ double path_cost(const model::MachineParams& m, const model::Shape& s, const Pip
 double path_cost(const model::MachineParams& m, const model::Shape& s, const MultileaderParams& p, Flavor flavor) {
     return model::multileader_time(m, s, p, flavor);
 }
+bool internode_step_changes(const MultileaderParams& p, uint32_t from_nodes, uint32_t to_nodes, uint32_t ppn,
+                            uint64_t bytes) {
+    const uint64_t partition = bytes / std::clamp<uint32_t>(p.leaders, 1, std::max<uint32_t>(ppn, 1));
+    return model::internode_ring_auto(from_nodes, partition) != model::internode_ring_auto(to_nodes, partition);
+}
 double path_cost(const model::MachineParams&, const model::Shape&, const SharpParams&, Flavor) {
     return std::numeric_limits<double>::quiet_NaN();
 }

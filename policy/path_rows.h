@@ -1,10 +1,12 @@
 // The paths, one row each: ARSHIM_PATH_ROWS(X) calls X(name, Params) per path, in code order. Everything that lists
 // paths is made from these rows: the Path enum and its names (policy/routing_words.h: ARSHIM_PATH's choices, the
 // policy reader's, the statistics schema's and the report's, checked by test/unit), the parameter variant of a
-// Decision (policy/decision.h), and the shim's table of run functions (shim/paths/table.cpp: serve_<name>).
+// Decision (policy/decision.h), the shim's table of run functions (shim/paths/table.cpp: serve_<name>), and what the
+// tuner reads of every path (policy/tuned_table.cpp, policy/tune_candidates.cpp: they name no path).
 //
-// Adding a path: its spec header (policy/paths/<name>.h: parameters, keys, cost, tuning neighbours), its run
-// function (shim/paths/<name>.cpp), and a row plus an #include here (docs/architecture.md "Where to add").
+// Adding a path: its spec header (policy/paths/<name>.h: parameters, keys, where it applies, cost, tuning candidates
+// and neighbours), its run function (shim/paths/<name>.cpp), and a row plus an #include here (docs/architecture.md
+// "Where to add").
 #pragma once
 
 #include "policy/paths/latency.h"

@@ -28,6 +28,8 @@ inline constexpr const char* kPathNames[] = {
 };
 static_assert(std::size(kPathNames) == kPathCount, "one name per path");
 constexpr const char* path_name(Path path) { return name_of(kPathNames, path); }
+// The library's own allreduce (the first row): the fallback every call can take, and the tuner's baseline.
+constexpr Path kLibraryPath = Path::native;
 
 // ---- why a call went to the library (`policy` is not a fallback: the policy chose native) ------------------------
 

@@ -1,7 +1,8 @@
 // Online tuning's candidates (ARSHIM_TUNE, docs/tuning.md), MPI-free: what a key's first calls try against the
-// policy's choice, one row per kind of candidate (tune_candidates.cpp), and in online mode's second stage the winner's
-// neighbours from its path's spec (tune_neighbours, policy/paths/). Every input is identical on every rank of the
-// communicator, so every rank tries the same candidates in the same order.
+// policy's choice, made from the rows every path's spec offers (candidate_rows, policy/paths/<path>.h), in their
+// places, and in online mode's second stage the winner's neighbours from its path's spec (tune_neighbours). Nothing
+// here names a path. Every input is identical on every rank of the communicator, so every rank tries the same
+// candidates in the same order.
 #pragma once
 
 #include <cstdint>
@@ -16,16 +17,9 @@ inline constexpr const char* kModeNames[] = {"off", "guard", "online"};
 
 constexpr int kMaxCandidates = 5;
 
-// What the candidates may depend on.
-struct KeyFacts {
-    uint64_t bytes = 0;  // the call's size (the key's first call)
-    int ppn_min = 1;     // the smallest node's rank count
-    int ppn_max = 1;
-    int nodes = 1;
-    Flavor flavor = Flavor::mpich;
-    // A floating-point SUM or PROD: its bits depend on the order of the reduction, which differs between paths.
-    bool order_sensitive = false;
-};
+// What the candidates may depend on (policy/path_spec.h): the key's size and layout, the library, whether its bits
+// depend on the order of the reduction.
+using KeyFacts = TuneFacts;
 
 // Whether two decisions reduce every element in the same order, so that they give the same bits: the same action, or
 // two paths that both sum in communicator rank order (PathTraits::sums_in_rank_order).
@@ -39,7 +33,7 @@ int first_stage(const Decision& chosen, const KeyFacts& facts, Mode mode, Decisi
 // Online's second stage: the first stage's winner, then its path's neighbours (fewer than 2: nothing to refine).
 int second_stage(const Decision& winner, const KeyFacts& facts, Decision (&out)[kMaxCandidates]);
 
-// The rows of the candidate table, for the docs and `arshim policy explain`: name and the modes they apply in.
+// Every path's candidate rows in their places, for the docs and `arshim policy explain`: name and the modes they apply in.
 struct CandidateInfo {
     const char* name;
     bool guard, online;

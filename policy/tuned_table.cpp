@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <map>
 #include <set>
+#include <type_traits>
+#include <variant>
 
 #include "policy/model_fit.h"
 #include "policy/rule_merge.h"
@@ -18,37 +20,34 @@ constexpr uint32_t kCarryReach = 4;  // a measured layout's decisions carry to n
 constexpr double kPredictedMargin = 0.9;  // a predicted choice must beat native by 10%: the model's median error is
                                           // about that, and a wrong guess must not cost more than native
 
-Decision native_decision() { return decision_for(Path::native); }
+// The library's allreduce: every measurement's baseline.
+Decision native_decision() { return decision_for(vocab::kLibraryPath); }
+
+// Where a decision applies is its path's spec's (policy/path_spec.h: Applies, serves_layout, sensible_at,
+// internode_step_changes): f(const P&) on whichever path's parameters the decision holds.
+template <typename F>
+bool ask_spec(const Decision& d, F&& f) {
+    return std::visit(
+        [&](const auto& p) {
+            if constexpr (std::is_same_v<std::decay_t<decltype(p)>, std::monostate>) return false;
+            else return f(p);
+        },
+        d.params);
+}
 
 }  // namespace
 
 bool serves(const Decision& d, uint32_t ppn) {
-    // At one rank per node, one leader is ARShim's ring over the ranks where the inter-node step takes it (3, 5, 6
-    // or 7 nodes, from 64 KiB: shim/paths/multileader.cpp); elsewhere the path declines to the library's own, which
-    // the model predicts no faster than native (the library's allreduce among the nodes plus the copies).
-    if (d.path() == Path::multileader) {
-        const uint32_t leaders = d.get<MultileaderParams>().leaders;
-        return ppn > 1 ? leaders <= ppn : leaders == 1;
-    }
-    // The whole message as one MPI_Iallreduce (the tuner's "pipelined-one") is there for one rank per node, where
-    // MPICH's blocking allreduce takes twice the rounds below 2 KiB (docs/tuning.md). With several ranks per node the
-    // model would weigh it against the node paths with its weakest part (the library's shared-memory steps): on one
-    // node it predicted it well ahead of native where the multi-leader path measures further ahead still
-    // (docs/tuning.md "One rank per node, small sizes").
-    if (d.path() == Path::pipelined && d.get<PipelinedParams>().segment_bytes == 0 && d.get<PipelinedParams>().segments > 0)
-        return ppn == 1;
-    // The latency path's node slots: at one rank per node it is the library's allreduce among the nodes behind a copy.
-    if (d.path() == Path::latency) return ppn > 1;
-    return true;
+    return ask_spec(d, [&](const auto& p) {
+        const Need need = std::decay_t<decltype(p)>::kApplies.ranks_per_node;
+        return (need != Need::several || ppn > 1) && (need != Need::one || ppn == 1) && policy::serves_layout(p, ppn);
+    });
 }
 
-// Whether the tuner measures (and the model may choose) `d` at this size: segmenting a message smaller than one
-// segment is the library's allreduce with extra steps, which the model does not know. A fixed count of segments
-// (the tuner's "pipelined-one": the whole message as one MPI_Iallreduce) applies at every size.
 bool sensible_at(const Decision& d, uint64_t bytes) {
-    if (d.path() == Path::latency) return bytes <= kLatencyMaxBytes;  // larger calls decline to the library's own
-    return d.path() != Path::pipelined || d.get<PipelinedParams>().segment_bytes == 0 ||
-           bytes >= d.get<PipelinedParams>().segment_bytes;
+    return ask_spec(d, [&](const auto& p) {
+        return bytes <= std::decay_t<decltype(p)>::kApplies.max_bytes && policy::sensible_at(p, bytes);
+    });
 }
 
 namespace {
@@ -165,13 +164,10 @@ std::vector<double> corrections(const std::vector<Measurement>& measured, const 
 
 }  // namespace
 
-// Whether the multi-leader path's inter-node step is another algorithm on `to_nodes` than on `from_nodes` at this
-// size (ARShim's ring where the node count is not a power of two, the library's allreduce elsewhere: cost_model.h).
 bool internode_step_changes(const Decision& d, uint32_t from_nodes, uint32_t to_nodes, uint32_t ppn, uint64_t bytes) {
-    if (d.path() != Path::multileader) return false;
-    const uint64_t partition =
-        bytes / std::clamp<uint32_t>(d.get<MultileaderParams>().leaders, 1, std::max<uint32_t>(ppn, 1));
-    return model::internode_ring_auto(from_nodes, partition) != model::internode_ring_auto(to_nodes, partition);
+    return ask_spec(d, [&](const auto& p) {
+        return policy::internode_step_changes(p, from_nodes, to_nodes, ppn, bytes);
+    });
 }
 
 std::vector<Decision> candidates_for(const std::vector<Measurement>& measured, uint32_t ppn) {
@@ -184,7 +180,7 @@ std::vector<Decision> candidates_for(const std::vector<Measurement>& measured, u
 std::vector<Decision> measured_options(const std::vector<Measurement>& measured, uint32_t nodes, uint32_t ppn) {
     std::vector<Decision> out = candidates_for(measured, ppn);
     for (const Measurement& m : measured)
-        if (m.nodes == nodes && m.ppn == ppn && m.decision.path() != Path::native) add_distinct(out, m.decision);
+        if (m.nodes == nodes && m.ppn == ppn && m.decision.path() != vocab::kLibraryPath) add_distinct(out, m.decision);
     return out;
 }
 
@@ -433,7 +429,7 @@ Result build(const Request& request) {
                 // change the calibration hid (Open MPI's non-blocking allreduce, faster than the library's on 2 x 2
                 // at 8 B and slower on 3 x 2: docs/tuning.md "arshim tune"). Neither is evidence: the rules after the
                 // table decide, as where the model alone sees no win (docs/tuning.md "The 10 Gbit/s half").
-                if (point.decision.path() == Path::native || point.predicted_us > point.native_us) {
+                if (point.decision.path() == vocab::kLibraryPath || point.predicted_us > point.native_us) {
                     ++result.points_deferred;
                     continue;
                 }

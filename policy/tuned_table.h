@@ -52,12 +52,13 @@ struct Result {
     std::vector<std::string> notes;  // one line each: what the table decided and why, for the tuner's report
 };
 
-// Whether the model may weigh `d` at `ppn` ranks per node (candidates_for).
+// Where a decision applies, as its path's spec says (policy/path_spec.h "where a path applies"):
+// whether the model may weigh `d` at `ppn` ranks per node (candidates_for),
 bool serves(const Decision& d, uint32_t ppn);
-// Whether the tuner measures (and the model may choose) `d` at this size.
+// whether the tuner measures (and the model may choose) `d` at this size,
 bool sensible_at(const Decision& d, uint64_t bytes);
-// Whether `d`'s inter-node step is another algorithm on `to_nodes` than on `from_nodes` at this size and ppn: then a
-// decision measured on `from_nodes` does not carry to `to_nodes`.
+// whether `d`'s inter-node step is another algorithm on `to_nodes` than on `from_nodes` at this size and ppn (then a
+// decision measured on `from_nodes` does not carry to `to_nodes`).
 bool internode_step_changes(const Decision& d, uint32_t from_nodes, uint32_t to_nodes, uint32_t ppn, uint64_t bytes);
 
 // The candidates the model weighs for a layout: every distinct measured choice that can serve it (multi-leader

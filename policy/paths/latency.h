@@ -17,6 +17,14 @@ constexpr uint64_t kLatencyMaxBytes = 4096;
 
 struct LatencyParams {
     static constexpr PathTraits kTraits{/*hands_ops_to_library=*/true, /*sums_in_rank_order=*/false};
+    // Node slots: at one rank per node it is the library's allreduce among the nodes behind a copy.
+    static constexpr Applies kApplies = [] {
+        Applies a;
+        a.max_bytes = kLatencyMaxBytes;
+        a.ranks_per_node = Need::several;
+        a.shared_memory = true;
+        return a;
+    }();
     static constexpr std::array<ParamKey<LatencyParams>, 0> kKeys{};
 };
 

@@ -17,6 +17,16 @@ struct ReproducibleParams {
     uint32_t leaders = 1;  // the node algorithm's leaders per node
 
     static constexpr PathTraits kTraits{/*hands_ops_to_library=*/false, /*sums_in_rank_order=*/true};
+    // Floating-point SUM and PROD (ARSHIM_REPRODUCIBLE's calls: the router's in_rank_order, checked against this by
+    // test/shim/test_path_golden.cpp). Its node algorithm and the chain of node leaders need contiguous nodes and use
+    // node shared memory where the communicator has it; elsewhere it gathers or exchanges, so it never declines.
+    static constexpr Applies kApplies = [] {
+        Applies a;
+        a.ops = op_bit(vocab::Op::sum) | op_bit(vocab::Op::prod);
+        a.classes = class_bit(vocab::DtypeClass::floating);
+        a.contiguous_nodes = true;
+        return a;
+    }();
     static const std::array<ParamKey<ReproducibleParams>, 2> kKeys;  // below: the lambdas need the whole struct
 };
 

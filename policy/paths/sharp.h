@@ -20,6 +20,15 @@ struct SharpParams {
     SharpLeaders leaders = SharpLeaders::node;
 
     static constexpr PathTraits kTraits{};
+    // The switches reduce across nodes (one node: nothing to reduce), through NVIDIA's library loaded at run time; the
+    // node step uses node shared memory.
+    static constexpr Applies kApplies = [] {
+        Applies a;
+        a.nodes = Need::several;
+        a.shared_memory = true;
+        a.library = true;
+        return a;
+    }();
     static const std::array<ParamKey<SharpParams>, 2> kKeys;  // below: the lambdas need the whole struct
 };
 

@@ -287,3 +287,22 @@ TEST_CASE("every path's candidates and tuned-table answers match the golden list
         }
     }
 }
+
+// The router sends ARSHIM_REPRODUCIBLE's calls to the reproducible path (route::in_rank_order): exactly the datatype
+// classes and ops that path's spec says it serves.
+TEST_CASE("the reproducible path's Applies is the router's rank-order rule", "[golden][router]") {
+    const policy::Applies& a = policy::ReproducibleParams::kApplies;
+    Settings s;
+    s.reproducible = ReproducibleMode::layout;
+    for (std::size_t c = 0; c < vocab::kPolicyDtypeClassCount; ++c)
+        for (std::size_t o = 0; o < vocab::kOpCount; ++o) {
+            route::Traits t;
+            t.dclass = static_cast<vocab::DtypeClass>(c);
+            t.op = static_cast<kernels::Op>(o);
+            INFO(vocab::kDtypeClassNames[c] << " " << vocab::kOpNames[o]);
+            CHECK(route::in_rank_order(t, s) ==
+                  ((a.classes & policy::class_bit(t.dclass)) != 0 && (a.ops & policy::op_bit(t.op)) != 0));
+        }
+    // The latency path's slots are sized for its largest call (shim/paths/latency.cpp declines larger ones).
+    CHECK(policy::LatencyParams::kApplies.max_bytes == policy::kLatencyMaxBytes);
+}
