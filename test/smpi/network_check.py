@@ -25,9 +25,9 @@ from arshim.simulate import DEFAULT_REDUCE_BYTES_PER_S  # noqa: E402
 
 
 def reduced_us(nbytes):
-    """The computation the simulation charges on 2 x 1 and no closed form here or model counts (docs/scale.md
-    "Computation"): Rabenseifner on 2 ranks reduces half the vector on each, at arshim simulate's default rate
-    (no network here gives one)."""
+    """The computation the simulation charges on 2 x 1, and the model with it (docs/scale.md "Computation",
+    "model_us"), beside the closed forms of the network: Rabenseifner on 2 ranks reduces half the vector on each,
+    at arshim simulate's default rate (no network here gives one)."""
     return nbytes / 2 / DEFAULT_REDUCE_BYTES_PER_S * 1e6
 
 
@@ -61,13 +61,16 @@ def main():
             row = rows[(1 << 20, config)]
             sim, model = float(row["sim_us"]), float(row["model_us"])
             print(f"{network} {config}: simulated {sim:.2f} us, model {model:.2f} us, closed form {expected:.2f} us "
-                  f"({row['algorithm']})")
+                  f"+ {reduced_us(2 * HALF):.2f} us of reduction ({row['algorithm']})")
             if row["network"] != network or "rab_rdb" not in row["algorithm"]:
                 failures.append(f"{network} {config}: network {row['network']!r}, algorithm {row['algorithm']!r}")
             if abs((sim - reduced_us(2 * HALF)) / expected - 1) > 0.02:
                 failures.append(f"{network} {config}: simulated {sim:.2f} us, expected {expected:.2f} us")
-            if abs(model / expected - 1) > 0.01:
-                failures.append(f"{network} {config}: model {model:.2f} us, expected {expected:.2f} us")
+            # The model charges the reduction as the simulation does (gamma = the ranks' reduce rate): without it
+            # the model would be 32-48% under (41.6 us of reduction on 88-140 us of network).
+            if abs(model / (expected + reduced_us(2 * HALF)) - 1) > 0.01:
+                failures.append(f"{network} {config}: model {model:.2f} us, expected {expected:.2f} us + "
+                                f"{reduced_us(2 * HALF):.2f} us of reduction")
     # SMPI applies a factor's section to a message whose size + 16 bytes is above its bound (network.py
     # SMPI_EXTRA_BYTES): with smpi's bound at 65 472, messages of 65 464 bytes pay 11.6436 x the latency and 0.940694
     # of the bandwidth, 65 456 bytes 3.48845 x and 0.697866 (Rabenseifner's halves of 130 928 and 130 912 bytes, whole
@@ -80,7 +83,7 @@ def main():
         print(f"smpi at the 65472 bound, {nbytes // 2}-byte messages: simulated {row['sim_us']} us, model "
               f"{row['model_us']} us, closed form {expected:.2f} us")
         if abs((float(row["sim_us"]) - reduced_us(nbytes)) / expected - 1) > 0.02 or \
-                abs(float(row["model_us"]) / expected - 1) > 0.01:
+                abs((float(row["model_us"]) - reduced_us(nbytes)) / expected - 1) > 0.01:
             failures.append(f"at a factor's bound ({nbytes} bytes): simulated {row['sim_us']}, model "
                             f"{row['model_us']}, expected {expected:.2f}")
     rows = simulate(arshim, work, "mpich4x2", "--nodes", "4", "--ppn", "2", "--sizes", "8,64K", "--network", "ideal",

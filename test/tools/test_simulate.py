@@ -212,16 +212,36 @@ def test_model_params_from_the_platform():
     p = simulate.model_params(1 << 20, 2, 1, 1, 1, "flat")
     assert p["alpha"] == pytest.approx(2 * 1e-6)                      # two links of 1 us
     assert p["net_bw"] == pytest.approx(125e6 / 1.05)                 # cross traffic's acknowledgements
-    assert p["stream_gain"] == 1 and p["gamma"] == simulate.NO_COMPUTE_GAMMA
-    assert p["intra_latency"] == pytest.approx(0.2e-6) and p["copy_bw"] == pytest.approx(2 * 20e9)
+    # Computation at the rates the simulation charges (compute_settings gives the ranks the same), not free.
+    assert p["stream_gain"] == 1 and p["gamma"] == simulate.DEFAULT_REDUCE_BYTES_PER_S
+    assert p["intra_latency"] == pytest.approx(0.2e-6) and p["copy_bw"] == simulate.DEFAULT_COPY_BYTES_PER_S
     assert p["network"][-1] == [65456, 11.6436, 0.940694, 0.0, 0.0] and p["network"][0][0] == 0
     assert simulate.model_params(8, 2, 1, 1, 1, "flat") == p          # the size no longer folds the factors in
     p = simulate.model_params(1 << 20, 16, 4, 100, 1, "flat", efficiency=0.5, loopback_gbytes=2, loopback_latency_us=1)
     assert p["net_bw"] == pytest.approx(12.5e9 * 0.5 / 1.05) and p["intra_latency"] == pytest.approx(1e-6)
+    assert p["copy_bw"] == simulate.DEFAULT_COPY_BYTES_PER_S                # the loopback is the library's, not ours
     # The tuner's one-latency machine still folds them: 16 KiB pieces (3.48845), 512 KiB (0.940694).
     f = simulate.folded_params(1 << 20, 16, 4, 100, 1, "flat", efficiency=0.5, loopback_gbytes=2, loopback_latency_us=1)
     assert f["alpha"] == pytest.approx(2 * 1e-6 * 3.48845) and f["intra_latency"] == pytest.approx(1e-6 * 3.48845)
     assert f["net_bw"] == pytest.approx(12.5e9 * 0.5 * 0.940694 / 1.05)
+    assert f["gamma"] == simulate.DEFAULT_REDUCE_BYTES_PER_S
+
+
+def test_model_charges_what_the_ranks_are_charged(tmp_path):
+    # A calibration's copy and reduce rates reach the ranks (ARSHIM_SMPI_*) and the model alike; without them both
+    # take the defaults.
+    calibration = tmp_path / "node.toml"
+    calibration.write_text("lat_factor = [[0, 1.0]]\ncopy_bytes_per_s = 3.5e9\nreduce_bytes_per_s = 1.25e9\n")
+    net = simulate.networks.network(str(calibration))
+    p = simulate.model_params(1 << 20, 16, 4, 100, 1, "flat", network=net)
+    ranks = simulate.compute_settings(net)
+    assert p["copy_bw"] == float(ranks["ARSHIM_SMPI_COPY_BYTES_PER_S"]) == 3.5e9
+    assert p["gamma"] == float(ranks["ARSHIM_SMPI_REDUCE_BYTES_PER_S"]) == 1.25e9
+    for name in ("smpi", "ideal", "edr"):
+        net = simulate.networks.network(name)
+        p, ranks = simulate.model_params(8, 2, 2, 100, 1, "flat", network=net), simulate.compute_settings(net)
+        assert (p["copy_bw"], p["gamma"]) == (float(ranks["ARSHIM_SMPI_COPY_BYTES_PER_S"]),
+                                              float(ranks["ARSHIM_SMPI_REDUCE_BYTES_PER_S"]))
 
 
 def test_presets_fill_only_what_is_not_given():
@@ -347,10 +367,11 @@ def test_model_column_for_a_known_shape(fake_sim, tmp_path, capsys):
     n = 1 << 20
     # 2 nodes x 1, 1 MiB: the route is two links of 1 us, x 11.6436 (SMPI's latency factor from 64 KiB); a link
     # carries 1 Gbit/s x 0.940694 / 1.05 each way. MPICH 4.0.2 (the model) takes Rabenseifner between the two ranks:
-    # two exchanges of n/2.
+    # two exchanges of n/2, and a reduction of n/2 at the rate the ranks are charged at (the default: no network
+    # gives one).
     alpha = 2 * 1e-6 * 11.6436
     net_bw = 125e6 * 0.940694 / 1.05
-    rabenseifner = 2 * (alpha + n / 2 / net_bw) * 1e6
+    rabenseifner = (2 * (alpha + n / 2 / net_bw) + n / 2 / simulate.DEFAULT_REDUCE_BYTES_PER_S) * 1e6
     assert float(rows[(str(n), "native-mpich")]["model_us"]) == pytest.approx(rabenseifner, rel=1e-6)
     # Open MPI 4.1.4 on 2 ranks at 1 MiB: Rabenseifner too (coll/tuned's table below 4 ranks from 256 KiB).
     assert float(rows[(str(n), "native-ompi")]["model_us"]) == pytest.approx(rabenseifner, rel=1e-6)
@@ -416,7 +437,10 @@ def test_tuned_configurations_run_the_table_and_its_model(fake_sim, tmp_path, ca
     rows = simulate_rows(fake_sim, tmp_path, "--nodes", "2", "--ppn", "1", "--link-gbit", "1", "--sizes", "1M",
                          "--policy", str(table), "--model-from", "platform", "--configs", "arshim-tuned-mpich",
                          capsys=capsys, name="platform.csv")
-    rabenseifner = 2 * (2 * 1e-6 * 11.6436 + (1 << 20) / 2 / (125e6 * 0.940694 / 1.05)) * 1e6
+    # The platform's machine charges the reduction (n/2 at the default rate); the table's [model] above, with its
+    # gamma of 1e18, does not.
+    rabenseifner = (2 * (2 * 1e-6 * 11.6436 + (1 << 20) / 2 / (125e6 * 0.940694 / 1.05))
+                    + (1 << 20) / 2 / simulate.DEFAULT_REDUCE_BYTES_PER_S) * 1e6
     assert float(rows[("1048576", "arshim-tuned-mpich")]["model_us"]) == pytest.approx(rabenseifner, rel=1e-6)
 
 
@@ -449,6 +473,26 @@ def test_candidates_keyword_follows_the_layout():
     # Listed twice (by name and by the keyword): simulated once.
     assert simulate.parse_configs("arshim-pipelined-1M-ompi,candidates-ompi", ppn=4, nodes=16).count(
         "arshim-pipelined-1M-ompi") == 1
+
+
+def test_more_leaders_than_the_tuner_measures():
+    # The DPML paper's sweep goes to 16 leaders (16 x 28); the tuner's candidates stop at 8. Powers of two up to the
+    # ppn are accepted by name, with the candidates' settings; other counts and more than the ppn are refused.
+    assert "arshim-multileader-l16-mpich" not in simulate.parse_configs("candidates-mpich", ppn=28, nodes=16)
+    assert simulate.parse_configs("arshim-multileader-l16-mpich,arshim-multileader-l1-ompi", ppn=28, nodes=16) == [
+        "arshim-multileader-l16-mpich", "arshim-multileader-l1-ompi"]
+
+    class Args:
+        ppn, nodes, policy = 28, 16, None
+    assert simulate.config_settings("arshim-multileader-l16-mpich", Args) == {
+        "ARSHIM_PATH": "multileader", "ARSHIM_LEADERS": "16", "ARSHIM_PIPELINE_K": "1"}
+    assert simulate.config_sizes("arshim-multileader-l16-mpich", [64, 1 << 19], Args) == [64, 1 << 19]
+    for bad in ("arshim-multileader-l32-mpich", "arshim-multileader-l12-mpich", "arshim-multileader-l016-mpich",
+                "arshim-multileader-l16-foo", "arshim-multileader-l-mpich"):
+        with pytest.raises(simulate.SimulateError, match="unknown"):
+            simulate.parse_configs(bad, ppn=28, nodes=16)
+    with pytest.raises(simulate.SimulateError, match="unknown"):
+        simulate.parse_configs("arshim-multileader-l16-mpich", ppn=8, nodes=16)
 
 
 def test_config_parts_settings_and_sizes():

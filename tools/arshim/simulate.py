@@ -14,6 +14,8 @@ the probe (tools/simulate/probe.c) under smpirun once per configuration, over al
                                   Open MPI falls back to it) (library_algorithms.py; the CSV's algorithm column);
   arshim-default-mpich, -ompi     ARShim (libarshim-smpi.a) with its built-in policy over each selector;
   arshim-<path>-mpich, -ompi      ARShim with ARSHIM_PATH=<path> (pipelined, multileader, reproducible);
+  candidates-mpich, -ompi         arshim tune's candidates of the layout, each forced (arshim-<option>-<sel>);
+  arshim-multileader-l<k>-<sel>   the multi-leader path with k leaders, k a power of two up to the ppn (and 64);
   arshim-tuned-mpich, -ompi       ARShim with the --policy table before its built-in rules (ARSHIM_POLICY,
                                   ARSHIM_POLICY_MODE=prepend); only with --policy, which --configs all then includes.
 The platform: every host's link carries --link-gbit x --bandwidth-efficiency (the payload's share of the line rate,
@@ -31,9 +33,9 @@ run): for native-<sel> the library's own allreduce, for arshim-default-<sel> the
 build decides with the rules of the selector's library: Open MPI's under ompi, MPICH's otherwise), for arshim-tuned-<sel> the --policy table's, for
 arshim-<path>-<sel> the path with the parameters ARSHIM_PATH gives it; the algorithms costed are MPICH 4.0.2's for
 the mpich selector and Open MPI 4.1.4's for ompi. The model's machine comes from the platform (model_params: the
-route's latency, the link's rate and the loopback, with the network's table, which the model reads at the message
-size of every step; no charge for computation) or, with --policy and --model-from auto or policy, from the
-table's [model]. Empty where the model has none (the reproducible path). With --platform FILE the model and the
+route's latency, the link's rate and the loopback's latency, with the network's table, which the model reads at
+the message size of every step; copies and reductions at the rates the ranks are charged at) or, with --policy
+and --model-from auto or policy, from the table's [model]. Empty where the model has none (the reproducible path). With --platform FILE the model and the
 bound take --link-gbit, --latency-us and the loopback options as the file's. Progress goes to stderr; --resume skips
 the (nodes, ppn, bytes, config, network) rows already in the CSV; network names the network, algorithm the
 native rows' algorithm. Bad input (arshim-tuned-* without --policy, a table ARShim
@@ -87,10 +89,6 @@ LOOPBACK_LATENCY_US = 0.2
 SMPI_BW_FACTOR = networks.SMPI_BW_FACTOR
 SMPI_LAT_FACTOR = networks.SMPI_LAT_FACTOR
 CROSSTRAFFIC = networks.CROSSTRAFFIC
-# SMPI charges no simulated time for computation here (docs/scale.md): its own reductions are never charged, and the
-# host CPU time of a rank's code (ARShim's copies and SIMD reductions) costs nearly nothing at the default
-# smpi/host-speed. The model's reduction throughput is therefore "free": 1e18 bytes/s (1 GiB in 1 ns).
-NO_COMPUTE_GAMMA = 1e18
 # Computation, charged (docs/scale.md "Computation"): SMPI runs with smpi/simulate-computation:no, so the host CPU
 # time of a rank's code costs nothing (the machine's noise, SMPI's own overhead), and ARShim's SMPI build charges its
 # node copies and every reduction, the library's too (through the op it hands the library; the native probe reduces
@@ -106,13 +104,19 @@ DEFAULT_COPY_BYTES_PER_S = 13.0e9
 DEFAULT_REDUCE_BYTES_PER_S = 12.6e9
 
 
-def compute_settings(network=None):
-    """The ranks' ARSHIM_SMPI_* rates: the network calibration's copy_bytes_per_s and reduce_bytes_per_s where it
-    gives them, else the defaults (bytes per second, whole numbers)."""
+def compute_rates(network=None):
+    """(copy, reduce) in bytes per second, whole numbers: the network calibration's copy_bytes_per_s and
+    reduce_bytes_per_s where it gives them, else the defaults. What the ranks are charged at (compute_settings) and
+    what the cost model charges (model_params)."""
     copy = getattr(network, "copy_bytes_per_s", None) or DEFAULT_COPY_BYTES_PER_S
     reduce = getattr(network, "reduce_bytes_per_s", None) or DEFAULT_REDUCE_BYTES_PER_S
-    return {"ARSHIM_SMPI_COPY_BYTES_PER_S": str(max(1, round(copy))),
-            "ARSHIM_SMPI_REDUCE_BYTES_PER_S": str(max(1, round(reduce)))}
+    return max(1, round(copy)), max(1, round(reduce))
+
+
+def compute_settings(network=None):
+    """The ranks' ARSHIM_SMPI_* rates (compute_rates)."""
+    copy, reduce = compute_rates(network)
+    return {"ARSHIM_SMPI_COPY_BYTES_PER_S": str(copy), "ARSHIM_SMPI_REDUCE_BYTES_PER_S": str(reduce)}
 # Platform presets (--preset): values for the options not given. "rig": the emulated cluster of docs/cluster.md
 # (1 Gbit/s links shaped with tc on veth, 2 cores shared by every host), fitted in docs/scale.md "Calibration against
 # the emulated rig".
@@ -283,20 +287,24 @@ def model_params(nbytes, nodes, ppn, link_gbit, latency_us, topology, efficiency
                      per message;
       stream_gain    1: a host's concurrent streams share its one link;
       intra_latency  the loopback's latency, x the latency factor per message;
-      copy_bw        twice the loopback's rate (x the bandwidth factor): a message within a host moves at the
-                     loopback's rate in each direction, and the model's intra-node step costs 2 b / copy_bw. ARShim's
-                     own node copies cost nothing in SMPI, which one copy_bw cannot tell apart (docs/scale.md
-                     "model_us");
-      gamma          NO_COMPUTE_GAMMA: SMPI charges no time for reductions;
+      copy_bw        the rate the simulation charges ARShim's node copies at (compute_rates: the calibration's
+                     copy_bytes_per_s, else DEFAULT_COPY_BYTES_PER_S), which the model charges them at too (n bytes
+                     in and n out: 2 n / copy_bw). The model's intra-node library step costs 2 b / copy_bw as well,
+                     where SMPI moves the library's message over the loopback, b / (loopback x bw-factor), charging
+                     no copy: one copy_bw cannot be both (docs/scale.md "model_us");
+      gamma          the rate the simulation charges every reduction at, ARShim's and the library's alike
+                     (compute_rates: reduce_bytes_per_s, else DEFAULT_REDUCE_BYTES_PER_S);
       network        [[above, lat, bw, overhead, overhead_per_byte], ...], overhead the network's smpi/os + smpi/or.
-    `nbytes` does not change them: the table does the work per message."""
+    `nbytes` does not change them: the table does the work per message. `loopback_gbytes` describes the platform
+    and no longer enters the model."""
+    copy, reduce = compute_rates(network)
     return {
         "alpha": route_links(nodes, topology) * latency_us * 1e-6,
         "net_bw": link_gbit * efficiency * 1e9 / 8 * network.bandwidth_share(),
         "stream_gain": 1.0,
         "intra_latency": loopback_latency_us * 1e-6,
-        "copy_bw": 2 * loopback_gbytes * 1e9,
-        "gamma": NO_COMPUTE_GAMMA,
+        "copy_bw": float(copy),
+        "gamma": float(reduce),
         "network": network.sections(),
     }
 
@@ -371,6 +379,28 @@ def check_out(args):
                         "a regular file rows are added to): give another --out")
 
 
+MAX_LEADERS = 64  # shim/paths/node_shm.h kMaxLeaders
+
+
+def leaders_option(name, ppn, nodes):
+    """`multileader-l<k>` for a power of two k up to the ppn (and shim/paths/node_shm.h's 64) that arshim tune does
+    not measure (it stops at 8 leaders, candidates.py): the multi-leader path with k leaders and no pieces, as the
+    tuner's own multileader-l<k> candidates run it, for leader sweeps such as the DPML paper's l = 1..16 (docs/scale.md
+    "The DPML paper's leader table"). In candidate()'s form, or None."""
+    if not name.startswith("multileader-l") or not name[len("multileader-l"):].isdigit():
+        return None
+    k = int(name[len("multileader-l"):])
+    if str(k) != name[len("multileader-l"):] or k < 1 or k & (k - 1) or k > min(ppn, MAX_LEADERS):
+        return None
+    return (name, {"ARSHIM_PATH": "multileader", "ARSHIM_LEADERS": str(k), "ARSHIM_PIPELINE_K": "1"},
+            {"path": "multileader", "leaders": k, "pipeline_k": 1}, 0, None)
+
+
+def forced_option(name, ppn, nodes):
+    """One of arshim tune's candidates of the layout (candidates.py) or a leaders_option, or None."""
+    return candidate(name, ppn, nodes) or leaders_option(name, ppn, nodes)
+
+
 def parse_configs(text, policy=None, ppn=1, nodes=1):
     """The configurations of --configs ("all": every one but the candidates, the arshim-tuned ones only with a
     --policy; "candidates" or "candidates-<selector>": arshim tune's candidates of this layout, each forced);
@@ -386,12 +416,15 @@ def parse_configs(text, policy=None, ppn=1, nodes=1):
         else:
             configs.append(c)
     allowed = CONFIGS + TUNED_CONFIGS + tuple(f"arshim-{n}-{s}" for n in names for s in SELECTORS)
-    unknown = [c for c in configs if c not in allowed]
+    unknown = [c for c in configs if c not in allowed and not (
+        config_parts(c)[0] == "candidate" and config_parts(c)[2] in SELECTORS and
+        leaders_option(config_parts(c)[1], ppn, nodes))]
     if unknown or not configs:
         raise SimulateError(f"--configs: unknown {escape(', '.join(unknown), 200) or '(none given)'} on {nodes} x "
                             f"{ppn}; allowed: "
                             f"{', '.join(CONFIGS + TUNED_CONFIGS)}, candidates, candidates-mpich, candidates-ompi "
-                            f"(this layout's: {', '.join(names)})")
+                            f"(this layout's: {', '.join(names)}), arshim-multileader-l<k>-<selector> for k a power "
+                            f"of two up to {min(ppn, MAX_LEADERS)}")
     tuned = [c for c in configs if c in TUNED_CONFIGS]
     if tuned and not policy:
         raise SimulateError(f"--configs {escape(tuned[0])}: needs --policy FILE (a tuned table, e.g. from arshim tune)")
@@ -419,7 +452,7 @@ def config_settings(config, args):
     if kind == "path":
         return {"ARSHIM_PATH": name}
     if kind == "candidate":
-        return dict(candidate(name, args.ppn, args.nodes)[1])
+        return dict(forced_option(name, args.ppn, args.nodes)[1])
     return {}
 
 
@@ -432,7 +465,7 @@ def config_sizes(config, sizes, args):
         return [s for s in sizes if s <= LATENCY_MAX_BYTES]  # larger calls decline to the library's allreduce
     if kind != "candidate":
         return sizes
-    _, _, _, lo, hi = candidate(name, args.ppn, args.nodes)
+    _, _, _, lo, hi = forced_option(name, args.ppn, args.nodes)
     return [s for s in sizes if s >= lo and (hi is None or s <= hi)]
 
 
