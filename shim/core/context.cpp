@@ -10,6 +10,7 @@
 #include "shim/base/log.h"
 #include "shim/base/mpi_util.h"
 #include "shim/core/runtime.h"
+#include "shim/core/settings.h"
 #include "shim/stats/counters.h"
 #include "shim/stats/trace.h"
 
@@ -107,7 +108,8 @@ CommContext* CommContext::get(MPI_Comm comm) {
 void CommContext::build_local(MPI_Comm user_comm) {
     const Runtime& rt = runtime();
     comm = user_comm;
-    settings = &rt.settings;
+    settings = &rt.settings.agreed;
+    wait = rt.wait;
     policy = rt.policy.get();
 
     int is_inter = 0;
@@ -212,22 +214,15 @@ void CommContext::compute_layout() {
 void CommContext::agree_on_settings() {
     const Runtime& rt = runtime();
     if (rt.config_agreed) return;
-    const uint64_t digest = settings->config->digest() ^ std::hash<std::string>{}(rt.policy_text);
-    const long long mine = static_cast<long long>(digest);
-    if (same_on_all_ranks(&mine, 1, comm)) return;
-
-    std::string blob = Config::serialize(settings->config->pairs());
-    bcast_string(blob, 0, comm);
     std::string policy_text = rt.policy_text;
     bool have_file = rt.have_policy_file;
-    bcast_optional_string(policy_text, &have_file, 0, comm);
-    own_config_ = std::make_unique<Config>(Config::from_pairs(Config::deserialize(blob), nullptr));
-    own_settings_ = std::make_unique<Settings>(Settings::from(*own_config_));
-    policy::LoadResult loaded = policy::load_policy(*own_config_, have_file ? &policy_text : nullptr,
-                                                    own_config_->text(OptionId::policy), mpi_flavor(),
+    own_settings_ = settings::agree_over(rt.settings, &policy_text, &have_file, comm);
+    if (own_settings_ == nullptr) return;  // they agree
+    policy::LoadResult loaded = policy::load_policy(own_settings_->config, have_file ? &policy_text : nullptr,
+                                                    own_settings_->agreed.policy_file, mpi_flavor(),
                                                     /*check_reachability=*/false);
     own_policy_ = loaded.policy;
-    settings = own_settings_.get();
+    settings = &own_settings_->agreed;
     policy = own_policy_.get();
     if (rank == 0 && log::first_time("settings-disagree"))
         log::warn("ranks of a communicator have different ARSHIM_* settings (MPI_Init was not intercepted); "

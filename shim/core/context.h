@@ -123,8 +123,7 @@ private:
 
     // Settings adopted from comm rank 0 when this communicator's ranks did not agree (MPI_Init not intercepted
     // and different environments).
-    std::unique_ptr<Config> own_config_;
-    std::unique_ptr<Settings> own_settings_;
+    std::unique_ptr<ProcessSettings> own_settings_;
     std::shared_ptr<const policy::Policy> own_policy_;
 };
 

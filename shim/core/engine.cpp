@@ -376,7 +376,7 @@ void remember(RouteCache& cache, const Key& key, const Routed& routed, stats::Ce
     // this communicator's ranks agreed: when MPI_Init was not intercepted each rank read its own environment, and
     // only the context's settings (agreed when it was built, at once then) are the same on every rank; a rank that
     // checked alone would send the others a message they never receive (issue 56 item 3).
-    const bool check_args = rt.config_agreed ? rt.settings.check_args
+    const bool check_args = rt.config_agreed ? rt.settings.agreed.check_args
                                              : context() != nullptr && context()->settings->check_args;
     if (check_args) {
         int rc = MPI_SUCCESS;

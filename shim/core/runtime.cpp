@@ -30,14 +30,13 @@
 #include "shim/base/mpi_util.h"
 #include "shim/base/sim_charge.h"
 #include "shim/sharp/lib.h"
+#include "shim/core/settings.h"
 #include "shim/core/simd_ops.h"
 #include "shim/stats/callsites.h"
 #include "shim/stats/counters.h"
 #include "shim/stats/report.h"
 #include "shim/stats/trace.h"
 #include "shim/modes/online.h"
-
-extern char** environ;
 
 // A test-only library (test/verify/kernel_fault.cpp, never installed) defines this to make some kernels wrong on
 // purpose, so that the tests can show verify mode catching them. In the product the hidden weak reference stays
@@ -51,8 +50,8 @@ namespace {
 std::once_flag g_once;
 std::atomic<Runtime*> g_runtime{nullptr};
 
-log::Level level_from(const Config& config) {
-    return static_cast<log::Level>(config.number(OptionId::log));  // choice order matches log::Level
+log::Level level_from(const ProcessSettings& settings) {
+    return static_cast<log::Level>(settings.log_level);  // choice order matches log::Level
 }
 
 // "MPICH Version:\t4.0.2\n..." -> "MPICH 4.0.2"; "Open MPI v4.1.4, package: ..." -> "Open MPI v4.1.4".
@@ -73,10 +72,9 @@ std::string short_library_version(const char* text) {
 
 // Reads the policy file named by ARSHIM_POLICY (a regular file of at most ARSHIM_POLICY_MAX_BYTES, opened without
 // blocking: policy/text.h). Returns false with a one-line problem when it cannot.
-bool read_policy_file(const Config& config, std::string* text, std::string* problem) {
-    const std::string& path = config.text(OptionId::policy);
-    const auto max = static_cast<uint64_t>(config.number(OptionId::policy_max_bytes));
-    if (read_regular_file(path, max, text, problem)) return true;
+bool read_policy_file(const ProcessSettings& settings, std::string* text, std::string* problem) {
+    const std::string& path = settings.agreed.policy_file;
+    if (read_regular_file(path, settings.policy_max_bytes, text, problem)) return true;
     *problem = "ARSHIM_POLICY=" + printable(path, 200) + ": " + *problem + "; using the built-in policy";
     return false;
 }
@@ -91,14 +89,16 @@ bool may_route_to_sharp(const policy::Policy& policy) {
 }
 
 void load_sharp(const Runtime& rt, bool collective) {
-    const std::string& mode = rt.config.text(OptionId::sharp);
-    const bool attempt = mode == "on" || (mode == "auto" && rt.policy && may_route_to_sharp(*rt.policy));
-    const bool loaded = attempt && sharp::load_at_init(rt.config, rt.world_rank);
+    const std::string& mode = rt.settings.agreed.sharp_mode_name;
+    const SharpMode sharp_mode = rt.settings.agreed.sharp;
+    const bool attempt = sharp_mode == SharpMode::on ||
+                         (sharp_mode == SharpMode::automatic && rt.policy && may_route_to_sharp(*rt.policy));
+    const bool loaded = attempt && sharp::load_at_init(rt.settings.agreed, rt.world_rank);
     if (!log::enabled(log::Level::info)) return;
     if (!attempt) {
         if (rt.world_rank == 0)
             log::info("SHARP library not loaded: ARSHIM_SHARP={}{}", mode,
-                      mode == "off" ? "" : " and no policy rule or ARSHIM_PATH routes calls to the sharp path");
+                      sharp_mode == SharpMode::off ? "" : " and no policy rule or ARSHIM_PATH routes calls to the sharp path");
         return;
     }
     // Which ranks loaded it (the log level is agreed, so every rank is here).
@@ -108,7 +108,7 @@ void load_sharp(const Runtime& rt, bool collective) {
         PMPI_Allreduce(MPI_IN_PLACE, &counts[1], 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     }
     if (rt.world_rank == 0 || !collective)
-        log::info("SHARP library {} loaded on {} of {} ranks{}", printable(rt.config.text(OptionId::sharp_lib), 200),
+        log::info("SHARP library {} loaded on {} of {} ranks{}", printable(rt.settings.agreed.sharp_lib, 200),
                   counts[0], collective ? rt.world_size : 1,
                   counts[0] < (collective ? rt.world_size : 1)
                       ? " (first without it: rank " + std::to_string(counts[1]) + ")"
@@ -125,7 +125,7 @@ int finalize_callback(MPI_Comm, int, void*, void*) {
     g_finalize_pending = false;
     ReentryGuard guard;
     const Runtime& rt = runtime();
-    stats::RunFacts facts{rt.config};
+    stats::RunFacts facts{rt.settings};
     facts.world_rank = rt.world_rank;
     facts.world_size = rt.world_size;
     facts.world_node = rt.world_node;
@@ -142,13 +142,13 @@ int finalize_callback(MPI_Comm, int, void*, void*) {
         trace::stop();
         return MPI_SUCCESS;
     }
-    facts.verify_calls = rt.settings.verify_calls;
-    facts.check_args = rt.settings.check_args;
+    facts.verify_calls = rt.settings.agreed.verify_calls;
+    facts.check_args = rt.settings.agreed.check_args;
     facts.tuning = tune::learned();
     stats::finalize_report(facts);
     if (rt.world_rank == 0 || !rt.config_agreed) {
-        const tune::CacheWrite cache = tune::write_cache(rt.config, rt.mpi_version, rt.tune_cache_refused);
-        if (!rt.config.text(OptionId::tune_cache).empty())
+        const tune::CacheWrite cache = tune::write_cache(rt.settings, rt.mpi_version, rt.tune_cache_refused);
+        if (!rt.settings.tune_cache.empty())
             trace::event("cache", {{"stage", "write"}, {"written", cache.written}, {"target", cache.target},
                                    {"rules", cache.rules}, {"dropped", cache.dropped}, {"notes", cache.notes},
                                    {"problem", cache.problem}});
@@ -186,16 +186,17 @@ void install_finalize_hook() {
 // How the node protocol's ranks wait (shim/paths/node_shm.h WaitPolicy): pausing polls where this node has an online
 // CPU for each of its world ranks. Under ARSHIM_VIRTUAL_PPN the virtual nodes share this machine, so every world rank
 // counts; without MPI_Init intercepted the node is unknown and the ranks yield early, as when oversubscribed.
-void set_wait_policy(const Runtime& rt, bool collective) {
-    g_wait.budget = std::chrono::microseconds(rt.config.number(OptionId::spin_us));
-    g_wait.sleep_after = std::chrono::microseconds(rt.config.number(OptionId::sleep_after_us));
+void set_wait_policy(Runtime& rt, bool collective) {
+    rt.wait.budget = std::chrono::microseconds(rt.settings.spin_us);
+    rt.wait.sleep_after = std::chrono::microseconds(rt.settings.sleep_after_us);
+    rt.wait.phase_times = rt.settings.phase_times;
     if (!collective || rt.world_node.empty()) return;
     const int my_node = rt.world_node[static_cast<std::size_t>(rt.world_rank)];
     int ranks_here = rt.world_size;
-    if (rt.config.number(OptionId::virtual_ppn) == 0)
+    if (rt.settings.agreed.virtual_ppn == 0)
         ranks_here = static_cast<int>(std::count(rt.world_node.begin(), rt.world_node.end(), my_node));
     const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    g_wait.pause = cpus > 0 && ranks_here <= cpus;
+    rt.wait.pause = cpus > 0 && ranks_here <= cpus;
 }
 
 // Statistics switches and tools, once, before the first call: time calls only when a log or summary reports
@@ -203,15 +204,13 @@ void set_wait_policy(const Runtime& rt, bool collective) {
 // "Overhead").
 void start_statistics(const Runtime& rt) {
     stats::start_clock();
-    const bool file = !rt.config.text(OptionId::stats).empty();
-    const bool sites = file && rt.config.flag(OptionId::stats_callsites);
-    const std::string no_python =
-        callsites::warm_up(rt.config.number(OptionId::stats_depth), sites && rt.config.flag(OptionId::stats_python));
+    const bool file = !rt.settings.stats.empty();
+    const bool sites = file && rt.settings.stats_callsites;
+    const std::string no_python = callsites::warm_up(rt.settings.stats_depth, sites && rt.settings.stats_python);
     if (!no_python.empty() && rt.world_rank == 0)
         log::info("mpi4py call sites name mpi4py's module, not Python lines: {}", no_python);
-    stats::g_sample_period.store(static_cast<uint32_t>(rt.config.number(OptionId::stats_sample)),
-                                 std::memory_order_relaxed);
-    stats::set_timed(file || stats::summary_wanted(rt.config));
+    stats::g_sample_period.store(rt.settings.stats_sample, std::memory_order_relaxed);
+    stats::set_timed(file || stats::summary_wanted(rt.settings));
     stats::set_callsites(sites);
 }
 
@@ -219,7 +218,7 @@ void start_statistics(const Runtime& rt) {
 // initialization (a GPU-aware MPI loads its runtime there). Agreed over the world so that every rank classifies the
 // same calls; read locally when MPI_Init was not intercepted (communicators then agree when their layout is made).
 void find_device_runtime(Runtime& rt, bool collective) {
-    if (rt.config.text(OptionId::device_check) == "off") return;
+    if (!rt.settings.device_check) return;
     rt.device_runtime = device::lookup();
     int any = rt.device_runtime != device::Runtime::none ? 1 : 0;
     if (collective) PMPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
@@ -242,20 +241,19 @@ void initialize(bool collective) {
     PMPI_Comm_size(MPI_COMM_WORLD, &rt->world_size);
     rt->config_agreed = collective;
 
-    // Settings: world rank 0's environment, broadcast, so ranks started with different environments still agree.
-    // First, every rank must have ARShim, or the broadcast would never be matched (shim/core/handshake.h).
-    EnvPairs pairs = Config::pairs_from_environ(environ);
+    // Settings: world rank 0's environment, broadcast, so ranks started with different environments still agree
+    // (shim/core/settings.h). First, every rank must have ARShim, or the broadcast would never be matched
+    // (shim/core/handshake.h).
     if (collective) {
-        const Config local = Config::from_pairs(pairs, nullptr);
+        ProcessSettings local = settings::own();
         log::configure(level_from(local), rt->world_rank);
-        const Handshake handshake = check_every_rank_loaded(
-            rt->world_rank, rt->world_size, static_cast<int>(local.number(OptionId::init_timeout)));
+        const Handshake handshake =
+            check_every_rank_loaded(rt->world_rank, rt->world_size, local.init_timeout_s);
         rt->check_seconds = PMPI_Wtime() - started;
         rt->startup = handshake.found;
         if (!handshake.all_loaded) {
             if (!handshake.problem.empty()) log::warn("{}", handshake.problem);
-            rt->config = local;
-            rt->settings = Settings::from(rt->config);
+            rt->settings = std::move(local);
             rt->disabled = true;
             rt->config_agreed = false;
             rt->startup_seconds = rt->check_seconds;
@@ -266,31 +264,25 @@ void initialize(bool collective) {
             rt->mpi_version = short_library_version(version);  // for the log rank 0 writes at finalize
             // What the check found, as data: this rank's trace (its own ARSHIM_TRACE) and, at finalize, rank 0's
             // statistics log (its own ARSHIM_STATS). Nothing collective: ranks without ARShim never join.
-            if (const std::string trace_problem = trace::start(rt->config.text(OptionId::trace), rt->world_rank,
-                                                                rt->config.flag(OptionId::stats_follow_symlinks));
+            if (const std::string trace_problem =
+                    trace::start(rt->settings.trace, rt->world_rank, rt->settings.follow_symlinks);
                 !trace_problem.empty())
                 log::warn("{}", trace_problem);  // read from this rank's own environment: each rank says so
             trace::event("startup_check", trace::startup_check(rt->startup));
-            if (rt->world_rank == 0 && !rt->config.text(OptionId::stats).empty()) install_finalize_hook();
+            if (rt->world_rank == 0 && !rt->settings.stats.empty()) install_finalize_hook();
             g_runtime.store(rt, std::memory_order_release);
             return;
         }
     }
-    if (collective) {
-        std::string blob = rt->world_rank == 0 ? Config::serialize(pairs) : std::string();
-        bcast_string(blob, 0, MPI_COMM_WORLD);
-        pairs = Config::deserialize(blob);
-    }
     std::vector<std::string> problems;
-    rt->config = Config::from_pairs(pairs, &problems);
-    rt->settings = Settings::from(rt->config);
-    log::configure(level_from(rt->config), rt->world_rank);
-    if (const std::string trace_problem = trace::start(rt->config.text(OptionId::trace), rt->world_rank,
-                                                        rt->config.flag(OptionId::stats_follow_symlinks));
+    rt->settings = settings::agreed_at_init(collective, rt->world_rank, &problems);
+    log::configure(level_from(rt->settings), rt->world_rank);
+    if (const std::string trace_problem =
+            trace::start(rt->settings.trace, rt->world_rank, rt->settings.follow_symlinks);
         !trace_problem.empty())
         problems.push_back(trace_problem);
     trace::event("startup_check", trace::startup_check(rt->startup));  // checked: false without MPI_Init
-    rt->disabled = rt->config.flag(OptionId::disable);
+    rt->disabled = rt->settings.disable;
 #if defined(ARSHIM_FLAVOR_ABI)
     // The same library on every rank: every rank decides alike.
     if (std::string why; !rt->disabled && !abi_version_matches(&why)) {
@@ -307,32 +299,30 @@ void initialize(bool collective) {
 
     if (!rt->disabled) {
         std::string isa_warning;
-        kernels::select_isa(rt->config.text(OptionId::kernel), &isa_warning);
+        kernels::select_isa(rt->settings.kernel, &isa_warning);
         if (arshim_test_inject_kernel_fault != nullptr) arshim_test_inject_kernel_fault();
         if (!isa_warning.empty()) problems.push_back("ARSHIM_KERNEL: " + isa_warning);
         build_type_map();
         create_simd_ops();
-        if (rt->config.text(OptionId::library_bugs) == "avoid") {
+        if (rt->settings.avoid_library_bugs) {
             rt->library_bugs = bugs::activate(rt->mpi_version_full);
             rt->avoid_library_bugs = !rt->library_bugs.empty();
         }
         CommContext::create_keyval();
         start_statistics(*rt);
-        g_phase_times_on = rt->config.flag(OptionId::phase_times);
         // The SMPI build's charges for computation (shim/base/sim_charge.h); nothing in the real build.
-        charge::configure(rt->config.number(OptionId::smpi_copy_bytes_per_s),
-                          rt->config.number(OptionId::smpi_reduce_bytes_per_s));
+        charge::configure(rt->settings.smpi_copy_bytes_per_s, rt->settings.smpi_reduce_bytes_per_s);
         // Checked calls are never replayed. With settings read locally (MPI_Init not intercepted) whether a call is
         // checked is its communicator's agreed setting, which the replay would not consult: no replay either.
-        if (rt->settings.check_args || !rt->config_agreed) stats::set_no_replay();
+        if (rt->settings.agreed.check_args || !rt->config_agreed) stats::set_no_replay();
 
         // Policy: rank 0 reads the file and broadcasts its text; every rank parses the identical text.
-        const std::string& policy_path = rt->config.text(OptionId::policy);
+        const std::string& policy_path = rt->settings.agreed.policy_file;
         rt->policy_name = policy_path;
         int have_file = 0;
         if (!policy_path.empty() && (!collective || rt->world_rank == 0)) {
             std::string problem;
-            if (read_policy_file(rt->config, &rt->policy_text, &problem))
+            if (read_policy_file(rt->settings, &rt->policy_text, &problem))
                 have_file = 1;
             else
                 problems.push_back(problem);
@@ -348,27 +338,27 @@ void initialize(bool collective) {
         if (!collective || rt->world_rank == 0) {
             std::string note;
             bool warn = false;
-            cache_text = tune::read_cache(rt->config, rt->mpi_version, &note, &warn, &cache_path);
+            cache_text = tune::read_cache(rt->settings, rt->mpi_version, &note, &warn, &cache_path);
             rt->tune_cache_refused = warn;
-            if (!rt->config.text(OptionId::tune_cache).empty())
-                trace::event("cache", {{"stage", "read"}, {"path", rt->config.text(OptionId::tune_cache)},
+            if (!rt->settings.tune_cache.empty())
+                trace::event("cache", {{"stage", "read"}, {"path", rt->settings.tune_cache},
                                        {"used", !cache_text.empty()}, {"left_untouched", warn}, {"note", note}});
             if (warn) problems.push_back(note);
             else if (!note.empty()) log::info("{}", note);
         }
-        if (collective && !rt->config.text(OptionId::tune_cache).empty()) {
+        if (collective && !rt->settings.tune_cache.empty()) {
             bcast_string(cache_text, 0, MPI_COMM_WORLD);
             bcast_string(cache_path, 0, MPI_COMM_WORLD);
         }
         policy::LoadResult loaded = policy::load_policy(
-            rt->config, rt->have_policy_file ? &rt->policy_text : nullptr, policy_path, mpi_flavor(),
+            rt->settings.config, rt->have_policy_file ? &rt->policy_text : nullptr, policy_path, mpi_flavor(),
             /*check_reachability=*/rt->world_rank == 0 || !collective, cache_text.empty() ? nullptr : &cache_text,
-            "tuning cache " + printable(cache_path.empty() ? rt->config.text(OptionId::tune_cache) : cache_path, 260));
+            "tuning cache " + printable(cache_path.empty() ? rt->settings.tune_cache : cache_path, 260));
         rt->policy = loaded.policy;
         problems.insert(problems.end(), loaded.problems.begin(), loaded.problems.end());
         if (collective) {
             const double nodes_started = PMPI_Wtime();
-            rt->world_node = probe_world_nodes(rt->config, rt->world_rank, rt->world_size);
+            rt->world_node = probe_world_nodes(rt->settings.agreed.virtual_ppn, rt->world_rank, rt->world_size);
             rt->nodes_seconds = PMPI_Wtime() - nodes_started;
         }
         find_device_runtime(*rt, collective);
@@ -379,7 +369,7 @@ void initialize(bool collective) {
         report_config_problem(*rt, problem);
         trace::event("config_problem", {{"message", problem}});
     }
-    if (rt->config.flag(OptionId::strict)) abort_if_any_problem(!problems.empty(), collective);
+    if (rt->settings.agreed.strict) abort_if_any_problem(!problems.empty(), collective);
     // The SHARP library is loaded now, not on the first sharp-routed call, so that a missing library under
     // ARSHIM_SHARP=on is reported once at start (shim/sharp/lib.h); off never loads it, auto only when a call can be
     // routed to it.
@@ -388,7 +378,7 @@ void initialize(bool collective) {
     if (!rt->disabled) install_finalize_hook();
     if (trace::on()) {
         trace::json settings = trace::json::object();
-        for (const auto& [name, value] : rt->config.pairs()) settings[name] = value;
+        for (const auto& [name, value] : rt->settings.pairs()) settings[name] = value;
         trace::event("start", {{"arshim", ARSHIM_VERSION}, {"flavor", mpi_flavor()}, {"library", rt->mpi_version},
                                {"ranks", rt->world_size}, {"settings_agreed", collective}, {"disabled", rt->disabled},
                                {"device_runtime", device::kRuntimeNames[static_cast<int>(rt->device_runtime)]},
@@ -400,7 +390,7 @@ void initialize(bool collective) {
     rt->startup_seconds = rt->init_time - started;
 
     if (rt->world_rank == 0 && log::enabled(log::Level::info)) {
-        std::string settings = rt->config.describe_set();
+        std::string settings = rt->settings.describe_set();
         log::info("ARShim {} on {} ({}), {} ranks, kernel {}, policy {}{}{}; settings: {}", ARSHIM_VERSION,
                   rt->mpi_version, mpi_flavor(), rt->world_size, kernels::isa_name(kernels::active().isa),
                   rt->policy ? rt->policy->source() : std::string("none"), rt->disabled ? ", DISABLED" : "",
@@ -444,7 +434,7 @@ void after_mpi_init() {
 }
 
 void report_config_problem(const Runtime& rt, const std::string& message) {
-    bool strict = rt.config.flag(OptionId::strict);
+    const bool strict = rt.settings.agreed.strict;
     // Settings are identical on all ranks, so rank 0 speaks for everyone; when they were read locally every rank
     // may have its own problem, and each says so once.
     if (rt.world_rank == 0 || !rt.config_agreed) {

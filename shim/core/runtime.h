@@ -8,17 +8,18 @@
 #include <string>
 #include <vector>
 
-#include "policy/config.h"
 #include "policy/policy.h"
 #include "policy/settings.h"
 #include "shim/base/device.h"
+#include "shim/paths/path_context.h"
 #include "shim/stats/startup_check.h"
 
 namespace arshim {
 
 struct Runtime {
-    Config config;
-    Settings settings;  // made from `config`: what every component reads (a communicator's own when it disagreed)
+    // The process's settings, made once by the settings module (shim/core/settings.h); `settings.agreed` is what the
+    // communicators read (a communicator's own when its ranks disagreed: CommContext::agree_on_settings).
+    ProcessSettings settings;
     std::shared_ptr<const policy::Policy> policy;
     int world_rank = -1;
     int world_size = 0;
@@ -41,6 +42,7 @@ struct Runtime {
     // when MPI_Init was not intercepted (then each communicator learns its layout collectively).
     std::vector<int> world_node;
     device::Runtime device_runtime = device::Runtime::none;  // the GPU runtime this process had loaded at MPI_Init
+    WaitPolicy wait;  // how the node protocol's ranks wait (from the settings and this node's CPUs; every context's)
 };
 
 // The MPI flavor this library was built for: "mpich" or "openmpi".

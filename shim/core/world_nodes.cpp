@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "policy/config.h"
 #include "shim/base/mpi_util.h"
 #include "shim/base/node_key.h"
 
@@ -54,10 +53,9 @@ std::vector<int> node_ids_of(MPI_Comm comm) {
     return ids;
 }
 
-std::vector<int> probe_world_nodes(const Config& config, int world_rank, int world_size) {
+std::vector<int> probe_world_nodes(int64_t virtual_ppn, int world_rank, int world_size) {
     (void)world_rank;
     std::vector<int> nodes(static_cast<std::size_t>(world_size), 0);
-    const int64_t virtual_ppn = config.number(OptionId::virtual_ppn);
     if (virtual_ppn > 0) {
         for (int r = 0; r < world_size; ++r) nodes[static_cast<std::size_t>(r)] = r - r % static_cast<int>(virtual_ppn);
         return nodes;

@@ -4,16 +4,16 @@
 
 #include <mpi.h>
 
+#include <cstdint>
 #include <vector>
 
 namespace arshim {
 
-class Config;
-
 // Collective over MPI_COMM_WORLD: world rank -> node id (the lowest world rank of its node). Nodes are the processes
 // that share a node's memory (shim/base/node_key.h: ARShim's own test, not the library's MPI_Comm_split_type, which
-// MPICH 5.0.2 got wrong), or every ARSHIM_VIRTUAL_PPN consecutive world ranks (then no communication).
-std::vector<int> probe_world_nodes(const Config& config, int world_rank, int world_size);
+// MPICH 5.0.2 got wrong), or every `virtual_ppn` (ARSHIM_VIRTUAL_PPN, when > 0) consecutive world ranks (then no
+// communication).
+std::vector<int> probe_world_nodes(int64_t virtual_ppn, int world_rank, int world_size);
 
 // Collective over `comm` (one allgather of 16 bytes per rank): comm rank -> node id (the lowest comm rank of its
 // node), by node_key().

@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "arshim_config.h"
-#include "policy/config.h"
+#include "policy/settings.h"
 #include "shim/core/runtime.h"
 #include "shim/entry/export.h"
 #include "shim/stats/sharp_counts.h"
@@ -67,8 +67,7 @@ ARSHIM_EXPORT int arshim_stats_set_callsites(int on) {
 // or -1 (and changes nothing) when `n` is outside the setting's range. A row's countdown already running finishes
 // first.
 ARSHIM_EXPORT int arshim_stats_set_sample(int n) {
-    const arshim::OptionSpec& spec = arshim::option_spec(arshim::OptionId::stats_sample);
-    if (n < spec.min || n > spec.max) return -1;
+    if (!arshim::ProcessSettings::sample_period_allowed(n)) return -1;
     return static_cast<int>(arshim::stats::g_sample_period.exchange(static_cast<uint32_t>(n), std::memory_order_relaxed));
 }
 

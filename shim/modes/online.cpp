@@ -219,10 +219,6 @@ cache::Origin this_origin(const std::string& library) {
     return {library_name(arshim::library()), printable(library, 100), ARSHIM_VERSION};
 }
 
-uint64_t cache_max_bytes(const Config& config) {
-    return static_cast<uint64_t>(config.number(OptionId::policy_max_bytes));
-}
-
 // A decision as a cache rule: it matches the key's layout, size bucket, element class and op, and carries the
 // measured times and the candidates' figures.
 policy::RuleSpec cache_rule(const Learned& l) {
@@ -269,16 +265,16 @@ std::string candidates_text(const Learned& l) {
     return text;
 }
 
-CacheWrite write_cache(const Config& config, const std::string& library, bool refused) {
+CacheWrite write_cache(const ProcessSettings& settings, const std::string& library, bool refused) {
     CacheWrite out;
-    const std::string& path = config.text(OptionId::tune_cache);
+    const std::string& path = settings.tune_cache;
     if (path.empty() || refused) return out;  // said once at start: the file is left alone
     std::vector<policy::RuleSpec> learned_rules;
     for (const Learned& l : learned()) learned_rules.push_back(cache_rule(l));
     cache::Limits limits;
-    limits.max_bytes = cache_max_bytes(config);
+    limits.max_bytes = settings.policy_max_bytes;
     const cache::Outcome outcome = cache::update(path, this_origin(library), learned_rules, limits,
-                                                 config.flag(OptionId::stats_follow_symlinks), utc_now());
+                                                 settings.follow_symlinks, utc_now());
     out.written = outcome.written;
     out.target = outcome.target;
     out.rules = outcome.rules;
@@ -288,12 +284,12 @@ CacheWrite write_cache(const Config& config, const std::string& library, bool re
     return out;
 }
 
-std::string read_cache(const Config& config, const std::string& library, std::string* note, bool* warn,
+std::string read_cache(const ProcessSettings& settings, const std::string& library, std::string* note, bool* warn,
                        std::string* read_from) {
-    const std::string& path = config.text(OptionId::tune_cache);
+    const std::string& path = settings.tune_cache;
     read_from->clear();
     if (path.empty()) return "";
-    cache::Location loc = cache::locate(path, this_origin(library), cache_max_bytes(config));
+    cache::Location loc = cache::locate(path, this_origin(library), settings.policy_max_bytes);
     *note = loc.note;
     *warn = loc.warn;
     if (loc.found.holds != cache::Holds::ours) return std::string();

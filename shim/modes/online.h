@@ -59,14 +59,14 @@ struct CacheWrite {
     std::vector<std::string> notes;
     std::string problem;
 };
-// `config`: the run's settings; `library`: the MPI library's version line; `refused`: read_cache() left the file
+// `settings`: the process's settings; `library`: the MPI library's version line; `refused`: read_cache() left the file
 // alone at start (said then).
-CacheWrite write_cache(const Config& config, const std::string& library, bool refused);
+CacheWrite write_cache(const ProcessSettings& settings, const std::string& library, bool refused);
 // At start (rank 0): the text of this origin's cache when there is one, else "". *note: one line when the cache is
 // not at the path named (another origin's cache is there) or the path holds something else (*warn: that is a problem
 // for the user, the file was left untouched). *read_from: the file whose rules the text is (the path named, or the
 // one beside it that holds this origin's cache), for the policy's source; empty when no text.
-std::string read_cache(const Config& config, const std::string& library, std::string* note, bool* warn,
+std::string read_cache(const ProcessSettings& settings, const std::string& library, std::string* note, bool* warn,
                        std::string* read_from);
 
 }  // namespace arshim::tune

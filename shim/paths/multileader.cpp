@@ -119,11 +119,11 @@ PathOutcome run_one_rank_ring(const Call& call) {
     }
     // A chunk of h blocks of at most kOneRankRingBlock bytes each (ring_allreduce's blocks are count / h elements).
     const std::size_t chunk = std::max<std::size_t>(1, kOneRankRingBlock / element) * static_cast<std::size_t>(ctx.size);
-    PhaseClock clock;
+    PhaseClock clock(ctx.wait);
     for (std::size_t first = 0; first < count; first += chunk) {
         const int rc = ring_allreduce(data + first * element, std::min(chunk, count - first), call, ring.comm,
                                       ring.scratch.data());
-        if (g_phase_times_on) ++g_phase_times.internode_steps, ++g_phase_times.ring_steps;
+        if (ctx.wait.phase_times) ++g_phase_times.internode_steps, ++g_phase_times.ring_steps;
         clock.chunk();
         clock.lap(&PhaseTimes::internode);
         if (rc != MPI_SUCCESS) return PathOutcome::done(rc);
@@ -161,7 +161,7 @@ PathOutcome serve_multileader(const Call& call) {
         return PathOutcome::decline(vocab::Reason::path_unavailable);
     const int rc = run_node_protocol(call, *state, call.nary, leaders, [&](void* data, std::size_t count, void* scratch) {
         const bool ring = internode_takes_ring(call.ctx.settings->internode, call.ctx.node_count, count * call.type.size);
-        if (g_phase_times_on) ++g_phase_times.internode_steps, g_phase_times.ring_steps += ring ? 1 : 0;
+        if (call.ctx.wait.phase_times) ++g_phase_times.internode_steps, g_phase_times.ring_steps += ring ? 1 : 0;
         if (ring) return ring_allreduce(static_cast<char*>(data), count, call, leader_comm, static_cast<char*>(scratch));
         return internode_allreduce(data, count, call, leader_comm);
     });

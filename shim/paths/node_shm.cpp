@@ -130,7 +130,7 @@ ShmState* create_shm_state(PathContext& ctx, const ShmDomain& domain, std::size_
         if (log::first_time(std::string(domain.name) + "-shm-" + std::to_string(agreed[0])))
             log::warn("{} shared-memory window unavailable ({}{}{}; ARSHIM_SHM_MAX={}): multileader and sharp calls "
                       "run native", domain.name, what, why.empty() ? "" : ": ", why,
-                      ctx.settings->config->text(OptionId::shm_max));
+                      format_size(static_cast<int64_t>(ctx.settings->shm_max)));
         return state;
     }
     state->arrived = reinterpret_cast<ShmCounter*>(state->base);
@@ -189,12 +189,11 @@ void grow_node_shm(PathContext& ctx, NodeShm& node, std::size_t chunk) {
 
 }  // namespace
 
-bool g_phase_times_on = false;
 PhaseTimes g_phase_times;
 
 void report_phase_times(int world_rank) {
     const PhaseTimes& t = g_phase_times;
-    if (!g_phase_times_on || t.chunks == 0) return;
+    if (t.chunks == 0) return;  // nothing timed: ARSHIM_PHASE_TIMES off, or no protocol call
     if (trace::on())  // the counts as data; the line below is for people
         trace::event("phases", {{"calls", t.calls}, {"chunks", t.chunks}, {"internode_steps", t.internode_steps},
                                 {"ring_steps", t.ring_steps}, {"sleeps", t.sleeps}});

@@ -75,21 +75,11 @@ struct alignas(kCacheLine) ShmCounter {
 static_assert(sizeof(ShmCounter) == kCacheLine, "one counter per cache line");
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "shared-memory counters must be lock-free");
 
-// Waiting for the other ranks of the domain. Where the node has a core for each of its ranks, poll with a pause 16
-// times (well under a microsecond) or for ARSHIM_SPIN_US, then yield the CPU between polls: polls without a pause end
-// before the other rank can arrive, and a sched_yield() costs about as much as a small call, so yielding early makes
-// small calls several times slower. Where the node's ranks outnumber its online CPUs, 64 polls without a pause, then
-// yield: each microsecond spent polling is taken from the rank waited for (docs/paths.md "One node, small calls").
-struct WaitPolicy {
-    bool pause = false;                   // the node's ranks fit its CPUs
-    std::chrono::nanoseconds budget{0};  // ARSHIM_SPIN_US
-    std::chrono::microseconds sleep_after{1000};  // ARSHIM_SLEEP_AFTER_US (wait_sleeping; 0: never sleep)
-};
-extern WaitPolicy g_wait;  // set once at init, before any call
-void wait_polling(const std::atomic<uint64_t>& counter, uint64_t target);
+// Waiting for the other ranks of the domain, as `wait` says (shim/paths/path_context.h WaitPolicy: the context's).
+void wait_polling(const std::atomic<uint64_t>& counter, uint64_t target, const WaitPolicy& wait);
 
-inline void wait_at_least(const std::atomic<uint64_t>& counter, uint64_t target) {
-    if (counter.load(std::memory_order_acquire) < target) wait_polling(counter, target);
+inline void wait_at_least(const std::atomic<uint64_t>& counter, uint64_t target, const WaitPolicy& wait) {
+    if (counter.load(std::memory_order_acquire) < target) wait_polling(counter, target, wait);
 }
 
 // Waits that can be long: with several nodes a rank waits for the leaders' inter-node step (milliseconds for a 1 MiB
@@ -101,7 +91,7 @@ inline void wait_at_least(const std::atomic<uint64_t>& counter, uint64_t target)
 // system call and some microseconds of latency, only after a wait of 1 ms already. The counter's publishers must
 // all use publish_waking while a rank may sleep on it: run_shm_protocol uses both for its calls across nodes (and
 // the reproducible path's chain publishes waking), plain stores and waits otherwise.
-void wait_sleeping(ShmCounter& counter, uint64_t target);
+void wait_sleeping(ShmCounter& counter, uint64_t target, const WaitPolicy& wait);
 void wake_sleepers(ShmCounter& counter);
 // Waits like wait_at_least, driving MPI's progress engine meanwhile (the reproducible chain's leaders: their sends and
 // receives move only while the process is inside MPI). The waits are defined in node_wait.cpp (node_wait_smpi.cpp in
@@ -200,22 +190,22 @@ void free_shm_state(ShmState* state);
 // ranks that are not leaders. False, on every rank alike, when it could not be made: the caller declines.
 bool node_leader_comm(PathContext& ctx, int leaders, MPI_Comm* out);
 
-// ARSHIM_PHASE_TIMES=1 (debug): seconds this process spent in each phase of the protocol below, summed over every
-// call and chunk, printed at finalize (report_phase_times). Off, a call pays one predictable branch per chunk.
+// ARSHIM_PHASE_TIMES=1 (debug; WaitPolicy::phase_times): seconds this process spent in each phase of the protocol
+// below, summed over every call and chunk, printed at finalize (report_phase_times). Off, a call pays one
+// predictable branch per chunk.
 struct PhaseTimes {
     double copy_in = 0, wait_inputs = 0, reduce = 0, internode = 0, wait_results = 0, copy_out = 0;
     uint64_t chunks = 0, calls = 0;
     uint64_t internode_steps = 0, ring_steps = 0;  // the multileader path's inter-node steps, and those on its ring
     uint64_t sleeps = 0;                           // waits that went to sleep (wait_sleeping)
 };
-extern bool g_phase_times_on;    // set once at init, before any call
 extern PhaseTimes g_phase_times;  // the calling threads' sums (a debug aid: unsynchronized across threads)
 // Prints this rank's sums ("arshim[R] phases: ..."), if it spent time in the protocol.
 void report_phase_times(int world_rank);
 
 class PhaseClock {
 public:
-    PhaseClock() : on_(g_phase_times_on) {
+    explicit PhaseClock(const WaitPolicy& wait) : on_(wait.phase_times) {
         if (on_) last_ = std::chrono::steady_clock::now(), ++g_phase_times.calls;
     }
     // Adds the time since the previous lap to `phase`.
@@ -250,7 +240,8 @@ int run_shm_protocol(const Call& call, ShmState& state, kernels::NaryFn reduce, 
     const bool leader = me < leaders;
     const void* sources[kMaxPpn];
     int rc = MPI_SUCCESS;
-    PhaseClock clock;
+    const WaitPolicy& wait = call.ctx.wait;
+    PhaseClock clock(wait);
     const bool direct = !multinode && policy::model::node_reduces_directly(call.bytes, state.ppn);
     bool staged = false;  // this rank's input for the current chunk is in its slot already (copied ahead)
     // Across nodes the waits can be long: waiting ranks may sleep, so every store wakes them (wait_sleeping).
@@ -258,9 +249,9 @@ int run_shm_protocol(const Call& call, ShmState& state, kernels::NaryFn reduce, 
         if (multinode) publish_waking(counter, value);
         else counter.value.store(value, std::memory_order_release);
     };
-    auto wait_for = [multinode](ShmCounter& counter, uint64_t target) {
-        if (multinode) wait_sleeping(counter, target);
-        else wait_at_least(counter.value, target);
+    auto wait_for = [multinode, &wait](ShmCounter& counter, uint64_t target) {
+        if (multinode) wait_sleeping(counter, target, wait);
+        else wait_at_least(counter.value, target, wait);
     };
 
     for (std::size_t first = 0; first < count; first += chunk_elements) {
@@ -279,7 +270,7 @@ int run_shm_protocol(const Call& call, ShmState& state, kernels::NaryFn reduce, 
         clock.lap(&PhaseTimes::copy_in);
 
         if (direct) {
-            for (int r = 0; r < state.ppn; ++r) wait_at_least(state.arrived[r].value, s);
+            for (int r = 0; r < state.ppn; ++r) wait_at_least(state.arrived[r].value, s, wait);
             clock.lap(&PhaseTimes::wait_inputs);
             for (int r = 0; r < state.ppn; ++r) sources[r] = state.slot(buffer, r);
             reduce(output + first * element, sources, static_cast<std::size_t>(state.ppn), n);

@@ -17,8 +17,6 @@ extern "C" long arshim_test_sleep_timeout_ms() __attribute__((weak, visibility("
 
 namespace arshim {
 
-WaitPolicy g_wait;
-
 namespace {
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -33,8 +31,9 @@ namespace {
 
 // Polls as WaitPolicy says, then yields between polls: for good when `yield_for` is zero, else until that long has
 // passed. True when the counter reached the target.
-bool poll_then_yield(const std::atomic<uint64_t>& counter, uint64_t target, std::chrono::microseconds yield_for) {
-    if (g_wait.pause) {
+bool poll_then_yield(const std::atomic<uint64_t>& counter, uint64_t target, std::chrono::microseconds yield_for,
+                     const WaitPolicy& wait) {
+    if (wait.pause) {
         // A clock read costs about as much as a pause (docs/paths.md "One node, small calls"): once per block of
         // polls, and none before the first block is over (most waits end there).
         constexpr int kPollsPerClockRead = 16;
@@ -46,8 +45,8 @@ bool poll_then_yield(const std::atomic<uint64_t>& counter, uint64_t target, std:
             return false;
         };
         if (poll_block()) return true;
-        if (g_wait.budget.count() > 0) {
-            const auto deadline = std::chrono::steady_clock::now() + g_wait.budget;
+        if (wait.budget.count() > 0) {
+            const auto deadline = std::chrono::steady_clock::now() + wait.budget;
             do {
                 if (poll_block()) return true;
             } while (std::chrono::steady_clock::now() < deadline);
@@ -78,17 +77,17 @@ uint32_t* futex_word(ShmCounter& counter) {
 
 }  // namespace
 
-void wait_polling(const std::atomic<uint64_t>& counter, uint64_t target) {
-    poll_then_yield(counter, target, std::chrono::microseconds{0});
+void wait_polling(const std::atomic<uint64_t>& counter, uint64_t target, const WaitPolicy& wait) {
+    poll_then_yield(counter, target, std::chrono::microseconds{0}, wait);
 }
 
-void wait_sleeping(ShmCounter& counter, uint64_t target) {
+void wait_sleeping(ShmCounter& counter, uint64_t target, const WaitPolicy& wait) {
     if (counter.value.load(std::memory_order_acquire) >= target) return;
-    if (g_wait.sleep_after.count() == 0 || poll_then_yield(counter.value, target, g_wait.sleep_after)) {
-        wait_at_least(counter.value, target);  // never sleeps (ARSHIM_SLEEP_AFTER_US=0); returns at once if reached
+    if (wait.sleep_after.count() == 0 || poll_then_yield(counter.value, target, wait.sleep_after, wait)) {
+        wait_at_least(counter.value, target, wait);  // never sleeps (ARSHIM_SLEEP_AFTER_US=0); returns at once if reached
         return;
     }
-    if (g_phase_times_on) ++g_phase_times.sleeps;
+    if (wait.phase_times) ++g_phase_times.sleeps;
     // The timeout is a safety net only: every publisher of the counter wakes its sleepers (publish_waking).
     const long timeout_ms = arshim_test_sleep_timeout_ms != nullptr ? arshim_test_sleep_timeout_ms() : 2;
     // A shared (not process-private) futex: the window is mapped into every rank of the node, at other addresses.

@@ -19,8 +19,6 @@ extern "C" void smpi_bench_end();
 
 namespace arshim {
 
-WaitPolicy g_wait;  // read by the node protocol; its polling settings mean nothing here
-
 namespace {
 
 constexpr double kFirstStep = 1e-8;  // seconds of simulated time
@@ -37,9 +35,12 @@ void sleep_until(const std::atomic<uint64_t>& counter, uint64_t target) {
 
 }  // namespace
 
-void wait_polling(const std::atomic<uint64_t>& counter, uint64_t target) { sleep_until(counter, target); }
+// The wait policy's polling settings mean nothing here.
+void wait_polling(const std::atomic<uint64_t>& counter, uint64_t target, const WaitPolicy&) {
+    sleep_until(counter, target);
+}
 
-void wait_sleeping(ShmCounter& counter, uint64_t target) { sleep_until(counter.value, target); }
+void wait_sleeping(ShmCounter& counter, uint64_t target, const WaitPolicy&) { sleep_until(counter.value, target); }
 
 void wake_sleepers(ShmCounter&) {}
 

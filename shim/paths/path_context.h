@@ -7,6 +7,7 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -29,6 +30,20 @@ enum class PathSlot : uint8_t {
     ARSHIM_PATH_ROWS(ARSHIM_PATH_SLOT)
 #undef ARSHIM_PATH_SLOT
     count
+};
+
+// Waiting for the other ranks of a node domain (shim/paths/node_shm.h). Where the node has a core for each of its
+// ranks, poll with a pause 16 times (well under a microsecond) or for ARSHIM_SPIN_US, then yield the CPU between
+// polls: polls without a pause end before the other rank can arrive, and a sched_yield() costs about as much as a
+// small call, so yielding early makes small calls several times slower. Where the node's ranks outnumber its online
+// CPUs, 64 polls without a pause, then yield: each microsecond spent polling is taken from the rank waited for
+// (docs/paths.md "One node, small calls"). Made once per process at start (the runtime: from its settings and the
+// node's CPUs), a copy in every context.
+struct WaitPolicy {
+    bool pause = false;                   // the node's ranks fit its CPUs
+    std::chrono::nanoseconds budget{0};  // ARSHIM_SPIN_US
+    std::chrono::microseconds sleep_after{1000};  // ARSHIM_SLEEP_AFTER_US (wait_sleeping; 0: never sleep)
+    bool phase_times = false;             // ARSHIM_PHASE_TIMES: the node protocol times its phases (PhaseClock)
 };
 
 class PathContext {
@@ -60,6 +75,8 @@ public:
 
     // --- the settings the ranks of this communicator agreed on (never null once the context exists) ---
     const Settings* settings = nullptr;
+    // How this process's ranks wait in the node protocol (the process's, copied here when the context is made).
+    WaitPolicy wait;
 
     // The ranks of this communicator on my node, made on first use (collective over the communicator: call it
     // where every rank does, inside a path's set-up). MPI_COMM_NULL on every rank when it could not be made.

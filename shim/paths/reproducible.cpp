@@ -190,7 +190,7 @@ int chain_fold(PathContext& ctx, ShmState& st, ReproState& rs, int leaders, MPI_
         if (leader) complete(s);
         for (int j = 0; j < leaders; ++j) {
             if (leader) wait_progressing(st.reduced[j].value, s, leader_comm);
-            else wait_at_least(st.reduced[j].value, s);
+            else wait_at_least(st.reduced[j].value, s, ctx.wait);
         }
         std::memcpy(f.out + first * es, st.result(static_cast<int>(s % kShmBuffers)), n * es);
         charge::copy(n * es);

@@ -70,7 +70,7 @@ uint64_t make_job_id(MPI_Comm leader_comm, uint64_t salt) {
 }  // namespace
 
 void create_group(PathContext& ctx, Group& g, const GroupSpec& spec) {
-    const Library& lib = library(*ctx.settings->config);
+    const Library& lib = library(*ctx.settings);
     g.members = spec.members;
     g.leader = spec.leader;
     g.leader_comm = spec.leader_comm;

@@ -22,11 +22,12 @@ bool resolve(void* handle, const char* name, Fn* out, std::string* error) {
     return *out != nullptr;
 }
 
-void load(const Config& config) {
+void load(const Settings& settings) {
     Library& lib = g_library;
-    const std::string& mode = config.text(OptionId::sharp);
-    lib.mode = mode == "off" ? Mode::off : mode == "on" ? Mode::on : Mode::automatic;
-    lib.file = config.text(OptionId::sharp_lib);
+    lib.mode = settings.sharp == SharpMode::off  ? Mode::off
+               : settings.sharp == SharpMode::on ? Mode::on
+                                                 : Mode::automatic;
+    lib.file = settings.sharp_lib;
     if (lib.mode == Mode::off) return;
     if (lib.file.empty()) {
         lib.error = "no file named";
@@ -72,8 +73,8 @@ std::string Api::describe(int rc) const {
     return "SHARP error " + std::to_string(rc) + " (" + (text != nullptr ? text : "unknown") + ")";
 }
 
-const Library& library(const Config& config) {
-    std::call_once(g_once, [&config] { load(config); });
+const Library& library(const Settings& settings) {
+    std::call_once(g_once, [&settings] { load(settings); });
     return g_library;
 }
 
@@ -86,8 +87,8 @@ void warn_missing(const Library& lib, const char* detail) {
               printable(lib.file, 200), detail);
 }
 
-bool load_at_init(const Config& config, int world_rank) {
-    const Library& lib = library(config);
+bool load_at_init(const Settings& settings, int world_rank) {
+    const Library& lib = library(settings);
     if (lib.mode == Mode::off || lib.api != nullptr) return lib.api != nullptr;
     if (world_rank != 0) return false;
     if (lib.mode == Mode::on)

@@ -471,7 +471,7 @@ PathOutcome run_domain(const Call& call, Level& level, const Plan& plan) {
         level.verdict->word.store(result.encode(), std::memory_order_relaxed);
         level.verdict->sequence.store(call_no, std::memory_order_release);
     } else {
-        wait_at_least(level.verdict->sequence, call_no);
+        wait_at_least(level.verdict->sequence, call_no, call.ctx.wait);
         result = CallResult::decode(level.verdict->word.load(std::memory_order_relaxed));
     }
     const stats::SharpRun run = account(result);
@@ -559,7 +559,7 @@ PathOutcome serve_sharp(const Call& call) {
     PathContext& ctx = call.ctx;
     // ARSHIM_SHARP=off is the same on every rank: decline without any collective. Everything else (is the library
     // there?) is agreed when the level is created.
-    if (sharp::library(*ctx.settings->config).mode == sharp::Mode::off) {
+    if (sharp::library(*ctx.settings).mode == sharp::Mode::off) {
         sharp::count(Counter::unavailable);
         return PathOutcome::decline(vocab::Reason::sharp_unavailable);
     }

@@ -120,11 +120,9 @@ json run_metadata(const Report& r) {
     run["settings_agreed"] = rt.config_agreed;
     run["startup_check"] = trace::startup_check(rt.startup);
     json settings = json::object();
-    for (const OptionSpec& spec : option_table()) {
-        const OptionValue& v = rt.config.value(spec.id);
-        settings[spec.name] = json{{"value", v.text},
-                                   {"source", v.source == OptionSource::environment ? "environment" : "default"}};
-    }
+    rt.settings.for_each_option([&settings](const char* name, const std::string& value, bool from_environment) {
+        settings[name] = json{{"value", value}, {"source", from_environment ? "environment" : "default"}};
+    });
     run["settings"] = settings;
     return run;
 }
@@ -255,7 +253,7 @@ std::string to_json(const Report& r) {
     doc["verify"] = verify;
     argument_check["enabled"] = r.run->check_args;
     doc["argument_check"] = argument_check;
-    tuning["mode"] = r.run->config.text(OptionId::tune);
+    tuning["mode"] = r.run->settings.tune_name;
     json learned = json::array();  // rank 0's communicators
     for (const TuningRecord& l : r.run->tuning) learned.push_back(trace::tuning(l));
     tuning["decided"] = learned;
@@ -408,7 +406,7 @@ void print_summary(const Report& r, const std::string& written) {
         std::fprintf(out,
                      "arshim[0] tuning (%s): %llu keys decided (summed over ranks), %llu of them for another choice "
                      "than the policy's; %llu exploration calls (%.3f s)\n",
-                     r.run->config.text(OptionId::tune).c_str(),
+                     r.run->settings.tune_name.c_str(),
                      static_cast<unsigned long long>(r.counts.tune_decisions),
                      static_cast<unsigned long long>(r.counts.tune_changed),
                      static_cast<unsigned long long>(r.counts.tune_exploration_calls),

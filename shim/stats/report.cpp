@@ -224,7 +224,7 @@ void nodes_and_ppn(const RunFacts& rt, Report* r) {
     MPI_Comm node = MPI_COMM_NULL;
     {
         const ErrorsReturn errors_return(MPI_COMM_WORLD);  // a failed split counts every rank as its own node
-        const int64_t virtual_ppn = rt.config.number(OptionId::virtual_ppn);
+        const int64_t virtual_ppn = rt.settings.agreed.virtual_ppn;
         if (virtual_ppn > 0)
             PMPI_Comm_split(MPI_COMM_WORLD, rt.world_rank / static_cast<int>(virtual_ppn), rt.world_rank, &node);
         else
@@ -490,31 +490,31 @@ void warn_unwritable(const std::string& pattern, const std::string& path, const 
 void describe_run(const RunFacts& rt, const std::string& job_id, Report* r) {
     r->run = &rt;
     r->job_id = job_id;
-    r->callsites_enabled = rt.config.flag(OptionId::stats_callsites);
+    r->callsites_enabled = rt.settings.stats_callsites;
     r->depth = static_cast<int>(callsites::g_depth);
     r->sample_period = g_sample_period.load(std::memory_order_relaxed);
 }
 
 }  // namespace
 
-bool summary_wanted(const Config& config) {
-    const int64_t summary = config.number(OptionId::stats_summary);  // -1 = auto
+bool summary_wanted(const ProcessSettings& settings) {
+    const int summary = settings.stats_summary;  // -1 = auto
     if (summary >= 0) return summary == 1;
-    return !config.text(OptionId::stats).empty() || log::enabled(log::Level::info);
+    return !settings.stats.empty() || log::enabled(log::Level::info);
 }
 
 
 void finalize_report(const RunFacts& rt) {
-    const std::string& pattern = rt.config.text(OptionId::stats);
+    const std::string& pattern = rt.settings.stats;
     const bool file = !pattern.empty();
-    const bool per_rank = file && rt.config.flag(OptionId::stats_per_rank);
-    const bool summary = summary_wanted(rt.config);
+    const bool per_rank = file && rt.settings.stats_per_rank;
+    const bool summary = summary_wanted(rt.settings);
     // Settings are rank 0's on every rank when MPI_Init was intercepted, so every rank takes the same branches
     // (the collective calls below match). Otherwise ranks may disagree: no collective, per-rank output only.
     const bool collective = rt.config_agreed;
     if (!file && !summary) return;
-    const bool sites = file && rt.config.flag(OptionId::stats_callsites);
-    const bool follow = rt.config.flag(OptionId::stats_follow_symlinks);
+    const bool sites = file && rt.settings.stats_callsites;
+    const bool follow = rt.settings.follow_symlinks;
     const LocalData local = gather_local(sites, rt);
 
     std::string job_id = rt.world_rank == 0 || !collective ? job_id_from_environment() : std::string();
@@ -567,7 +567,7 @@ void finalize_report(const RunFacts& rt) {
 }
 
 void finalize_disabled_report(const RunFacts& rt) {
-    const std::string& pattern = rt.config.text(OptionId::stats);
+    const std::string& pattern = rt.settings.stats;
     if (rt.world_rank != 0 || pattern.empty()) return;
     Report job;
     job.np = rt.world_size;
@@ -576,7 +576,7 @@ void finalize_disabled_report(const RunFacts& rt) {
     const std::string job_id = job_id_from_environment();
     describe_run(rt, job_id, &job);
     const std::string path = expand(pattern, "all", job_id);
-    const WriteOutcome outcome = write_log_file(path, to_json(job), rt.config.flag(OptionId::stats_follow_symlinks),
+    const WriteOutcome outcome = write_log_file(path, to_json(job), rt.settings.follow_symlinks,
                                                 /*only_own_log=*/true);
     if (!outcome.ok()) warn_unwritable(pattern, path, outcome);
 }

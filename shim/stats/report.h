@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "policy/config.h"
+#include "policy/settings.h"
 #include "shim/stats/callsites.h"
 #include "shim/stats/counters.h"
 #include "shim/stats/report_fields.h"
@@ -21,8 +21,8 @@ constexpr const char* kSchema = "arshim-stats/1";
 // What the report says about the run, filled in by the runtime at finalize (shim/core/runtime.cpp), so that the
 // statistics read nothing above them.
 struct RunFacts {
-    explicit RunFacts(const Config& agreed) : config(agreed) {}
-    const Config& config;  // the agreed settings
+    explicit RunFacts(const ProcessSettings& agreed) : settings(agreed) {}
+    const ProcessSettings& settings;  // the process's settings (world rank 0's when config_agreed)
     int world_rank = 0, world_size = 1;
     std::vector<int> world_node;  // world rank -> node id (empty: unknown)
     bool config_agreed = false;   // MPI_Init was intercepted: every rank holds rank 0's settings
@@ -94,7 +94,7 @@ void print_summary(const Report& report, const std::string& written);
 
 // Whether rank 0 prints the summary at finalize: ARSHIM_STATS_SUMMARY, or (auto) when ARSHIM_STATS is set or the
 // log level is info or more.
-bool summary_wanted(const Config& config);
+bool summary_wanted(const ProcessSettings& settings);
 
 // At finalize (every rank; collective over MPI_COMM_WORLD when the settings were agreed): reduce the counters, write
 // the log(s), print the summary.
