@@ -8,9 +8,10 @@ once, escaped, never parsed for a verdict.
 Scans the Python and shell files under test/ and tools/ for a pattern that names an ARShim line ("arshim[" as a
 regular expression: arshim\\[ ) and captures a number from it ((\\d, ([0-9], \\([0-9] ), and fails (exit 1, one line
 each) on any outside ALLOWED: the tests whose subject is that very line, which compare it with the log's data."""
-import pathlib
 import re
 import sys
+
+from source_files import SCRIPTS, walk
 
 ARSHIM_LINE = re.compile(r"arshim\\+\[")
 NUMBER_CAPTURE = re.compile(r"\(\\d|\(\[0-9\]|\\\(\[0-9\]")
@@ -23,22 +24,15 @@ SKIP = {"test/unit/check_log_verdicts.py"}
 
 
 def main(root):
-    root = pathlib.Path(root)
     problems, allowed_seen = [], set()
-    for top in ("test", "tools"):
-        for path in sorted((root / top).rglob("*")):
-            if path.suffix not in (".py", ".sh") or not path.is_file():
-                continue
-            name = path.relative_to(root).as_posix()
-            if name in SKIP:
-                continue
-            for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
-                if ARSHIM_LINE.search(line) and NUMBER_CAPTURE.search(line):
-                    if name in ALLOWED:
-                        allowed_seen.add(name)
-                    else:
-                        problems.append(f"{name}:{number}: a number read from an ARShim log line (take it from the "
-                                        f"statistics log or the trace): {line.strip()[:160]}")
+    for f in walk(root, ["test", "tools"], SCRIPTS, skip=SKIP):
+        for number, line in enumerate(f.text.splitlines(), 1):
+            if ARSHIM_LINE.search(line) and NUMBER_CAPTURE.search(line):
+                if f.name in ALLOWED:
+                    allowed_seen.add(f.name)
+                else:
+                    problems.append(f"{f.name}:{number}: a number read from an ARShim log line (take it from the "
+                                    f"statistics log or the trace): {line.strip()[:160]}")
     for name in sorted(set(ALLOWED) - allowed_seen):
         problems.append(f"{name}: allowed to read a number from a line, and no longer does: drop it from ALLOWED")
     for problem in problems:

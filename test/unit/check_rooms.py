@@ -6,9 +6,10 @@
 Reads every #include "shim/<room>/..." of every file in shim/ and fails (exit 1, one line per arrow) on any include
 of a room above the includer's own, or of a room the order does not know. Below shim/, policy/ and kernels/ must
 not include shim/ at all."""
-import pathlib
 import re
 import sys
+
+from source_files import C_SOURCES, walk
 
 # Top to bottom: a room may include itself and any room after it.
 ORDER = ["entry", "core", "modes", "sharp", "paths", "stats", "base"]
@@ -16,25 +17,20 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"shim/([a-z_]+)/([^"]+)"', re.M)
 
 
 def main(root):
-    root = pathlib.Path(root)
     problems = []
-    for path in sorted((root / "shim").rglob("*")):
-        if path.suffix not in (".h", ".cpp", ".inc") or not path.is_file():
+    for f in walk(root, ["shim"], C_SOURCES):
+        if f.room not in ORDER:
+            problems.append(f"{f.name}: room '{f.room}' is not in the order {ORDER}")
             continue
-        room = path.relative_to(root / "shim").parts[0]
-        if room not in ORDER:
-            problems.append(f"{path.relative_to(root)}: room '{room}' is not in the order {ORDER}")
-            continue
-        for m in INCLUDE.finditer(path.read_text()):
+        for m in INCLUDE.finditer(f.text):
             target = m.group(1)
             if target not in ORDER:
-                problems.append(f"{path.relative_to(root)}: includes shim/{target}/{m.group(2)}, a room not in {ORDER}")
-            elif ORDER.index(target) < ORDER.index(room):
-                problems.append(f"{path.relative_to(root)}: {room} includes shim/{target}/{m.group(2)} (up)")
-    for lower in ("policy", "kernels"):
-        for path in sorted((root / lower).rglob("*")):
-            if path.suffix in (".h", ".cpp", ".inc") and path.is_file() and INCLUDE.search(path.read_text()):
-                problems.append(f"{path.relative_to(root)}: {lower}/ includes shim/")
+                problems.append(f"{f.name}: includes shim/{target}/{m.group(2)}, a room not in {ORDER}")
+            elif ORDER.index(target) < ORDER.index(f.room):
+                problems.append(f"{f.name}: {f.room} includes shim/{target}/{m.group(2)} (up)")
+    for f in walk(root, ["policy", "kernels"], C_SOURCES):
+        if INCLUDE.search(f.text):
+            problems.append(f"{f.name}: {f.name.split('/')[0]}/ includes shim/")
     for p in problems:
         print(p)
     print(f"check_rooms: {len(problems)} include(s) against the order {' > '.join(ORDER)}")

@@ -9,9 +9,10 @@ and builds them. Fails (exit 1, one line per finding) on any other file of shim/
 option from a Config (.number/.flag/.text/.value/.is_set), parses or echoes the option table (Config::from_pairs,
 pairs_from_environ, option_spec, option_table), reads the environment block, or getenv()s an ARSHIM_ variable; and on
 any process global the node protocol's settings used to live in (g_wait, g_phase_times_on)."""
-import pathlib
 import re
 import sys
+
+from source_files import C_SOURCES, walk, without_comments
 
 MODULE = {"shim/core/settings.h", "shim/core/settings.cpp"}
 RULES = [
@@ -22,26 +23,18 @@ RULES = [
     (re.compile(r"getenv\s*\(\s*\"ARSHIM_"), "reads an ARSHIM_ variable"),
     (re.compile(r"\b(?:g_wait|g_phase_times_on)\b"), "uses a process global for settings"),
 ]
-COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 
 
 def main(root):
-    root = pathlib.Path(root)
     problems = []
     files = 0
-    for path in sorted((root / "shim").rglob("*")):
-        if path.suffix not in (".h", ".cpp", ".inc") or not path.is_file():
-            continue
-        name = path.relative_to(root).as_posix()
-        if name in MODULE:
-            continue
+    for f in walk(root, ["shim"], C_SOURCES, skip=MODULE):
         files += 1
-        # Comments may name what they explain; only code counts. Line numbers survive (newlines are kept).
-        text = COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), path.read_text())
-        for number, line in enumerate(text.splitlines(), 1):
+        # Comments may name what they explain; only code counts.
+        for number, line in enumerate(without_comments(f.text).splitlines(), 1):
             for rule, what in RULES:
                 if rule.search(line):
-                    problems.append(f"{name}:{number}: {what}: {line.strip()}")
+                    problems.append(f"{f.name}:{number}: {what}: {line.strip()}")
     for p in problems:
         print(p)
     print(f"check_settings: {len(problems)} read(s) of settings outside {', '.join(sorted(MODULE))} in {files} files")
