@@ -16,6 +16,7 @@
 #include "policy/rules.h"
 #include "policy/text.h"
 #include "policy/tuned_table.h"
+#include "tools/policy/paths_cli.h"
 #include "tools/policy/predict_cli.h"
 #include "tools/policy/tune_table_cli.h"
 
@@ -389,6 +390,9 @@ int main(int argc, char** argv) {
                         "Flavor whose rules decide (default: each costed flavor's own)")
         ->check(CLI::IsMember(kFlavors));
 
+    CLI::App* paths = app.add_subcommand(
+        "paths", "Where each path applies, as its spec says (kApplies), as JSON: tools/arshim/path_limits.json");
+
     CLI11_PARSE(app, argc, argv);
 
     if (*explain) return run_explain(ex);
@@ -397,6 +401,7 @@ int main(int argc, char** argv) {
     if (*options) return run_options(markdown);
     if (*tune_table) return run_tune_table(tune_samples, tune_crossovers);
     if (*predict) return run_predict(pr);
+    if (*paths) return run_paths();
     if (*builtin) {
         std::cout << builtin_policy_text();
         return 0;
