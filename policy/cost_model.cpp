@@ -54,10 +54,11 @@ double message_latency(const MachineParams::SizeSection& s, double latency, doub
 }
 
 // An intra-node message of b bytes through the libraries' shared-memory transport: a' plus two copies (into the
-// shared buffer and out of it).
+// shared buffer and out of it), or b at intra_bw where the machine gives that rate (a simulated loopback).
 Cost intra_step(const MachineParams& m, double b) {
     const auto& s = size_section(m, b);
-    return {message_latency(s, m.intra_latency, b), 2 * b / (m.copy_bw * s.bw), 0, 1};
+    const double moved = m.intra_bw > 0 ? b / (m.intra_bw * s.bw) : 2 * b / (m.copy_bw * s.bw);
+    return {message_latency(s, m.intra_latency, b), moved, 0, 1};
 }
 
 // An inter-node message of b bytes while `streams` messages leave the node at once: alpha plus b at the per-stream

@@ -20,6 +20,9 @@ struct MachineParams {
     double net_bw = 1.2e9;        // inter-node bandwidth of one stream, bytes/s (1/b, 1/beta)
     double stream_gain = 2;       // s >= 1: how far l concurrent streams of one node can raise its aggregate
                                   // bandwidth, B(l) = net_bw * l / (1 + (l - 1) / s) (see node_bandwidth())
+    double intra_bw = 0;          // the libraries' point-to-point messages within a node, bytes/s; 0 (a real machine,
+                                  // the tuner's fit): two copies at copy_bw, a shared-memory transport. A simulated
+                                  // node moves them over its loopback at its own rate, uncharged (arshim simulate)
     // A simulated network's corrections by message size (arshim simulate --network: SMPI's smpi/lat-factor,
     // smpi/bw-factor, smpi/os and smpi/or). A message of b bytes takes the last section whose `above` is below b
     // (arshim simulate places the bounds where SMPI applies them, network.py sections) and costs alpha (intra_latency

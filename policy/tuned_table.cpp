@@ -231,8 +231,11 @@ std::vector<uint64_t> measured_changes(const std::vector<Measurement>& measured,
 }
 
 std::vector<std::pair<std::string, double>> params_to_keys(const model::MachineParams& p) {
-    return {{"copy_bw", p.copy_bw}, {"intra_latency", p.intra_latency}, {"gamma", p.gamma},
-            {"alpha", p.alpha},     {"net_bw", p.net_bw},               {"stream_gain", p.stream_gain}};
+    std::vector<std::pair<std::string, double>> out = {
+        {"copy_bw", p.copy_bw}, {"intra_latency", p.intra_latency}, {"gamma", p.gamma},
+        {"alpha", p.alpha},     {"net_bw", p.net_bw},               {"stream_gain", p.stream_gain}};
+    if (p.intra_bw > 0) out.emplace_back("intra_bw", p.intra_bw);  // set by a simulated machine only, never fitted
+    return out;
 }
 
 model::MachineParams params_from_keys(const std::vector<std::pair<std::string, double>>& keys, unsigned* found) {
@@ -240,7 +243,8 @@ model::MachineParams params_from_keys(const std::vector<std::pair<std::string, d
     const std::pair<const char*, std::pair<double*, unsigned>> fields[] = {
         {"copy_bw", {&p.copy_bw, model::kCopyBw}}, {"intra_latency", {&p.intra_latency, model::kIntraLatency}},
         {"gamma", {&p.gamma, model::kGamma}},       {"alpha", {&p.alpha, model::kAlpha}},
-        {"net_bw", {&p.net_bw, model::kNetBw}},     {"stream_gain", {&p.stream_gain, model::kStreamGain}}};
+        {"net_bw", {&p.net_bw, model::kNetBw}},     {"stream_gain", {&p.stream_gain, model::kStreamGain}},
+        {"intra_bw", {&p.intra_bw, 0u}}};
     if (found != nullptr) *found = 0;
     for (const auto& [key, value] : keys) {
         if (!std::isfinite(value) || value <= 0) continue;

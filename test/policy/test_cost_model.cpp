@@ -91,6 +91,18 @@ TEST_CASE("native Open MPI 4.1.4: the tuned table's Rabenseifner on 2 x 2", "[mo
     CHECK(native_time(hand(), Shape{4096, 1, 2}, Flavor::openmpi) == Approx(6.1984e-5));
 }
 
+TEST_CASE("a simulated loopback (intra_bw) moves the libraries' node messages once, uncharged", "[model]") {
+    // The same 2 x 2 Rabenseifner with intra_bw = 4e9 B/s: the distance-1 step moves 524288 B at 0.25 ns/byte
+    // instead of two copies at 1 ns/byte, 2 * (1e-6 + 1.31072e-4) less 2.099152e-3 = 1.835008e-3 less:
+    //   1.0376688e-2 - 1.835008e-3 = 8.54168e-3. ARShim's own node copies stay at copy_bw (multileader).
+    MachineParams m = hand();
+    m.intra_bw = 4e9;
+    CHECK(native_time(m, Shape{kMiB, 2, 2}, Flavor::openmpi) == Approx(8.54168e-3));
+    const Decision ml = multileader(1, 1);
+    CHECK(predict(m, Shape{kMiB, 2, 2}, ml, Flavor::openmpi) - predict(hand(), Shape{kMiB, 2, 2}, ml, Flavor::openmpi)
+          == Approx(0).margin(1e-12));
+}
+
 TEST_CASE("native Open MPI 4.1.4: Rabenseifner on 3 x 2, where the fold renumbers ranks across nodes", "[model]") {
     // p = 6, pof2 = 4, rem = 2: pairs (0, 1) and (2, 3) fold on their nodes: 2 * (1e-6 + 2 * 1048576 * 1 ns)
     //   + 1048576 * 0.5 ns = 4.720592e-3. Survivors 1, 3, 4, 5 (nodes 0, 1, 2, 2) renumbered 0..3.

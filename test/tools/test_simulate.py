@@ -220,6 +220,7 @@ def test_model_params_from_the_platform():
     p = simulate.model_params(1 << 20, 16, 4, 100, 1, "flat", efficiency=0.5, loopback_gbytes=2, loopback_latency_us=1)
     assert p["net_bw"] == pytest.approx(12.5e9 * 0.5 / 1.05) and p["intra_latency"] == pytest.approx(1e-6)
     assert p["copy_bw"] == simulate.DEFAULT_COPY_BYTES_PER_S                # the loopback is the library's, not ours
+    assert p["intra_bw"] == pytest.approx(2e9)                              # the library's messages take it, uncharged
     # The tuner's one-latency machine still folds them: 16 KiB pieces (3.48845), 512 KiB (0.940694).
     f = simulate.folded_params(1 << 20, 16, 4, 100, 1, "flat", efficiency=0.5, loopback_gbytes=2, loopback_latency_us=1)
     assert f["alpha"] == pytest.approx(2 * 1e-6 * 3.48845) and f["intra_latency"] == pytest.approx(1e-6 * 3.48845)

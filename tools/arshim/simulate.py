@@ -289,14 +289,14 @@ def model_params(nbytes, nodes, ppn, link_gbit, latency_us, topology, efficiency
       intra_latency  the loopback's latency, x the latency factor per message;
       copy_bw        the rate the simulation charges ARShim's node copies at (compute_rates: the calibration's
                      copy_bytes_per_s, else DEFAULT_COPY_BYTES_PER_S), which the model charges them at too (n bytes
-                     in and n out: 2 n / copy_bw). The model's intra-node library step costs 2 b / copy_bw as well,
-                     where SMPI moves the library's message over the loopback, b / (loopback x bw-factor), charging
-                     no copy: one copy_bw cannot be both (docs/scale.md "model_us");
+                     in and n out: 2 n / copy_bw);
+      intra_bw       the loopback's rate (--loopback-gbytes): the libraries' point-to-point messages within a host,
+                     which SMPI moves over the loopback, b / (loopback x bw-factor), charging no copy (without it the
+                     model took them as two copies at copy_bw; docs/scale.md "model_us");
       gamma          the rate the simulation charges every reduction at, ARShim's and the library's alike
                      (compute_rates: reduce_bytes_per_s, else DEFAULT_REDUCE_BYTES_PER_S);
       network        [[above, lat, bw, overhead, overhead_per_byte], ...], overhead the network's smpi/os + smpi/or.
-    `nbytes` does not change them: the table does the work per message. `loopback_gbytes` describes the platform
-    and no longer enters the model."""
+    `nbytes` does not change them: the table does the work per message."""
     copy, reduce = compute_rates(network)
     return {
         "alpha": route_links(nodes, topology) * latency_us * 1e-6,
@@ -304,6 +304,7 @@ def model_params(nbytes, nodes, ppn, link_gbit, latency_us, topology, efficiency
         "stream_gain": 1.0,
         "intra_latency": loopback_latency_us * 1e-6,
         "copy_bw": float(copy),
+        "intra_bw": loopback_gbytes * 1e9,
         "gamma": float(reduce),
         "network": network.sections(),
     }

@@ -67,15 +67,22 @@ std::vector<model::MachineParams::SizeSection> network_of(const json& list) {
 // Text from the command line or a file in a message: one line, escaped, between single quotes.
 std::string quote(const std::string& text) { return "'" + printable(text, 60) + "'"; }
 
+// Every machine parameter, the optional ones (listed only when set) included.
+model::MachineParams every_param() {
+    model::MachineParams m;
+    m.intra_bw = 1;
+    return m;
+}
+
 bool known_param(const std::string& name) {
-    for (const auto& [key, value] : tuned::params_to_keys(model::MachineParams{}))
+    for (const auto& [key, value] : tuned::params_to_keys(every_param()))
         if (key == name) return true;
     return false;
 }
 
 std::string param_names() {
     std::string out;
-    for (const auto& [key, value] : tuned::params_to_keys(model::MachineParams{}))
+    for (const auto& [key, value] : tuned::params_to_keys(every_param()))
         out += (out.empty() ? "" : ", ") + key;
     return out;
 }
