@@ -198,14 +198,21 @@ def test_native_mpich_runs_mpichs_algorithm_per_size_on_the_network(fake_sim, tm
     assert len(mpich) == 2
     assert any("--cfg=smpi/allreduce:smp_rdb" in c and c.endswith(" 8") for c in mpich)
     assert any("--cfg=smpi/allreduce:smp_rsag_rab" in c and c.endswith(" 65536 4194304") for c in mpich)
-    # Open MPI 4.1's rules are SimGrid's ompi selector's here: nothing forced. ARShim keeps the selector.
-    assert not any("smpi/allreduce" in c for c in calls if "coll-selector:ompi" in c or "probe-arshim" in c)
+    # Open MPI 4.1's rules are SimGrid's ompi selector's here: nothing forced.
+    assert not any("smpi/allreduce" in c for c in calls if "coll-selector:ompi" in c)
+    # ARShim's library calls follow its route (the model's decision): at 8 B the latency path's node leaders run
+    # MPICH's recursive doubling among 16 nodes; from 64 KiB the built-in table's segments are the SMPI build's own
+    # schedule, no blocking call, so nothing is forced.
+    arshim = [c for c in calls if "probe-arshim" in c]
+    assert any("--cfg=smpi/allreduce:rdb" in c and c.endswith(" 8") for c in arshim)
+    assert not any("smpi/allreduce" in c for c in arshim if not c.endswith(" 8"))
     with open(out) as f:
         rows = {(r["bytes"], r["config"]): r for r in csv.DictReader(f)}
     assert {r["network"] for r in rows.values()} == {"ideal"}
     assert rows[("8", "native-mpich")]["algorithm"].startswith("smp_rdb: MPICH 4.0.2 ch4 alpha")
     assert rows[("4194304", "native-ompi")]["algorithm"] == "Open MPI 4.1 Rabenseifner (selector: rab_rdb)"
-    assert rows[("8", "arshim-default-mpich")]["algorithm"] == ""
+    assert rows[("8", "arshim-default-mpich")]["algorithm"].startswith("rdb: library calls: MPICH 4.0.2 ch4 beta")
+    assert rows[("4194304", "arshim-default-mpich")]["algorithm"] == ""
 
 
 @needs_policy_program
@@ -219,12 +226,28 @@ def test_arshim_library_calls_at_one_rank_per_node_run_mpichs_algorithm(fake_sim
     calls = [c for c in fake_sim["log"].read_text().splitlines() if "probe-arshim" in c]
     assert any("--cfg=smpi/allreduce:rdb" in c and c.endswith(" 8") for c in calls if "selector:mpich" in c)
     assert any("--cfg=smpi/allreduce:rab_rdb" in c and c.endswith(" 1048576") for c in calls if "selector:mpich" in c)
-    assert not any("smpi/allreduce" in c for c in calls if "selector:ompi" in c)
+    # Under ompi the selector decides, except where Open MPI 4.1 falls back to recursive doubling (its segmented ring
+    # on 8 bytes over 16 ranks), which SimGrid's selector does not: forced as for native-ompi.
+    assert any("--cfg=smpi/allreduce:rdb" in c and c.endswith(" 8") for c in calls if "selector:ompi" in c)
+    assert not any("smpi/allreduce" in c and c.endswith(" 1048576") for c in calls if "selector:ompi" in c)
     with open(out) as f:
         rows = {(r["bytes"], r["config"]): r for r in csv.DictReader(f)}
     assert rows[("1048576", "arshim-default-mpich")]["algorithm"].startswith("rab_rdb: library calls: MPICH 4.0.2")
     assert rows[("1048576", "arshim-default-ompi")]["algorithm"] == ""
+    assert rows[("8", "arshim-default-ompi")]["algorithm"].startswith("rdb: library calls: Open MPI 4.1")
     assert simulate.library_calls_algorithm("mpich", 16, 4, 1 << 20) == (None, "")
+    # With several ranks per node the route decides (the model's decision for the configuration at that size): the
+    # leaders' partitions among one rank per node take MPICH's composition beta, the library's route its own choice,
+    # a schedule (pipelined, multi-leader pieces) no blocking call.
+    calls = lambda nbytes, decision: simulate.library_calls_algorithm("mpich", 16, 4, nbytes, decision)[0]  # noqa
+    assert calls(4 << 20, "multileader leaders=4 pipeline_k=1 kernel=native") == "rab_rdb"
+    assert calls(64, "multileader leaders=8 pipeline_k=1 kernel=native") == "rdb"      # 2 doubles < 16 nodes
+    assert calls(64, "latency kernel=native") == "rdb" and calls(4096, "latency kernel=native") == "rab_rdb"
+    assert calls(4 << 20, "native") == "smp_rsag_rab"
+    assert calls(4 << 20, "pipelined segment_bytes=1M window=8 kernel=native") is None
+    assert calls(4 << 20, "multileader leaders=4 pipeline_k=4 kernel=native") is None
+    assert simulate.library_calls_algorithm("ompi", 16, 4, 4 << 20, "native") == (None, "")
+    assert simulate.library_calls_algorithm("ompi", 16, 4, 8, "latency kernel=native")[0] == "rdb"  # 16 leaders
 
 
 def test_the_tuners_simulated_library_runs_the_librarys_algorithms(fake_sim, tmp_path):

@@ -59,7 +59,7 @@ import time
 from . import ToolError, files, options
 from . import network as networks
 from .candidates import LATENCY_MAX_BYTES, candidate, candidate_names
-from .library_algorithms import native_algorithm
+from .library_algorithms import mpich_mpir, native_algorithm, ompi_41
 from .sizes import parse_size, size_text
 from .text import escape, one_line
 
@@ -507,7 +507,8 @@ def run_algorithms(args, selector, with_arshim, settings, sizes, ppn, platform, 
     natives (native_algorithms), ARShim's library calls' where known (library_calls_algorithm). run_probe's answer
     and {bytes: the algorithm column}."""
     if with_arshim:
-        chosen = {s: library_calls_algorithm(selector, args.nodes, ppn, s) for s in sizes}
+        decisions = getattr(args, "decisions", None) or {}
+        chosen = {s: library_calls_algorithm(selector, args.nodes, ppn, s, decisions.get((s, what))) for s in sizes}
     else:
         chosen = native_algorithms(selector, args.nodes, ppn, sizes)
     times, served = {}, {}
@@ -520,16 +521,63 @@ def run_algorithms(args, selector, with_arshim, settings, sizes, ppn, platform, 
     return times, served, {s: (f"{a}: " if a else "") + text for s, (a, text) in chosen.items()}
 
 
-def library_calls_algorithm(selector, nodes, ppn, nbytes):
-    """(SMPI algorithm to force or None, what it stands for) for ARShim's own library calls under `selector`. At one
-    rank per node under mpich every library allreduce ARShim makes there is on a communicator of one rank per node
-    (the call's own, where the table sends it to the library or the multi-leader path declines to it; the start-up
-    agreement's): MPICH 4.0.2's choice for the call's size is forced, as for native-mpich. With several ranks per
-    node ARShim's calls go to communicators of other sizes and shapes (the leaders' partitions): SMPI's selector."""
-    if selector != "mpich" or ppn != 1 or nodes < 2:
+def decision_route(decision):
+    """(path, leaders, pipeline_k) of a decision as `arshim-policy predict` prints it ("multileader leaders=2
+    pipeline_k=1 kernel=native"), or None."""
+    if not isinstance(decision, str) or not decision.split():
+        return None
+    words = decision.split()
+    values = dict(w.split("=", 1) for w in words[1:] if "=" in w)
+    try:
+        return words[0], int(values.get("leaders", 1)), int(values.get("pipeline_k", 1))
+    except ValueError:
+        return None
+
+
+def library_calls_algorithm(selector, nodes, ppn, nbytes, decision=None):
+    """(SMPI algorithm to force or None, what it stands for) for ARShim's own blocking library calls under `selector`.
+    At one rank per node under mpich every library allreduce ARShim makes there is on a communicator of one rank per
+    node (the call's own, where the table sends it to the library or the multi-leader path declines to it; the
+    start-up agreement's): MPICH 4.0.2's choice for the call's size is forced, as for native-mpich. With several
+    ranks per node the communicator depends on the route (`decision`, the model's answer for the configuration at
+    this size, decision_route): the library's route is the whole communicator (MPICH 4.0.2's composition, as
+    native-mpich); the multi-leader path's l leaders each reduce n / l among one rank per node, and the latency
+    path's node leaders n among one rank per node (MPICH's composition beta there: MPIR recursive doubling or
+    Rabenseifner by the partition's count); the pipelined path and multi-leader pieces make no blocking call (the
+    SMPI build's own schedule). Without a decision, or another route: SMPI's selector."""
+    if nodes < 2:
         return None, ""
-    algorithm, what = native_algorithm(selector, nodes, ppn, nbytes)
-    return algorithm, "library calls: " + what
+    if selector == "ompi":
+        # SimGrid's ompi selector runs Open MPI 4.1's table but not its fallbacks to recursive doubling (ring,
+        # segmented ring and Rabenseifner on short vectors): where the call's communicator and size fall back,
+        # recursive doubling is forced, as for native-ompi; elsewhere the selector decides.
+        route = decision_route(decision) or (("native", 1, 1) if ppn == 1 else None)
+        if route is None or route[2] > 1 or route[0] not in ("native", "multileader", "latency"):
+            return None, ""
+        path, leaders = route[0], min(route[1], ppn)
+        ranks, part = (nodes * ppn, nbytes) if path == "native" or (path == "multileader" and ppn == 1) else \
+            (nodes, nbytes if path == "latency" else -(-nbytes // max(1, leaders)))
+        algorithm, what = ompi_41(ranks, part)
+        return (algorithm, f"library calls: Open MPI 4.1 {what} on {ranks} ranks, {part} B") if algorithm else (None, "")
+    if selector != "mpich":
+        return None, ""
+    if ppn == 1:
+        algorithm, what = native_algorithm(selector, nodes, ppn, nbytes)
+        return algorithm, "library calls: " + what
+    route = decision_route(decision)
+    if route is None:
+        return None, ""
+    path, leaders, pieces = route
+    if path == "native":
+        algorithm, what = native_algorithm(selector, nodes, ppn, nbytes)
+        return algorithm, "library calls: " + what
+    if path in ("multileader", "latency") and pieces <= 1:
+        part = nbytes if path == "latency" else -(-nbytes // max(1, min(leaders, ppn)))
+        mpir = mpich_mpir(nodes, part)
+        who = "the node leaders" if path == "latency" else f"each of {min(leaders, ppn)} leaders"
+        return ("rdb" if mpir == "recursive_doubling" else "rab_rdb"), \
+            f"library calls: MPICH 4.0.2 ch4 beta, MPIR {mpir} among {nodes} nodes ({who}, {part} B)"
+    return None, ""
 
 
 def run_probe(args, selector, with_arshim, settings, sizes, ranks, platform, hostfile, workdir, what, algorithm=None):
@@ -626,6 +674,7 @@ def model_rows(args, sizes, configs, platform):
     where = ("the platform (docs/scale.md \"model_us\")" if with_platform
              else f"{files.escape(args.policy)} [model]")
     rows = {}
+    decisions = args.decisions = {}
 
     def number(entry):
         value = entry.get("us") if isinstance(entry, dict) else entry
@@ -644,14 +693,18 @@ def model_rows(args, sizes, configs, platform):
                     entry = {}
                 if kind == "native":
                     rows[(size, config)] = number(entry.get("native_us"))
-                elif kind == "default":
-                    rows[(size, config)] = number(entry.get("builtin"))
+                    continue
+                if kind == "default":
+                    chosen = entry.get("builtin")
                 elif kind == "tuned":
-                    rows[(size, config)] = number(entry.get("policy"))
+                    chosen = entry.get("policy")
                 else:
                     path = config_settings(config, args)["ARSHIM_PATH"]
                     paths = entry.get("paths", {})
-                    rows[(size, config)] = number(paths.get(path) if isinstance(paths, dict) else None)
+                    chosen = paths.get(path) if isinstance(paths, dict) else None
+                rows[(size, config)] = number(chosen)
+                if isinstance(chosen, dict):  # the route, for the library calls' algorithm (library_calls_algorithm)
+                    decisions[(size, config)] = chosen.get("decision")
 
     fill(answer, [c for c in configs if config_parts(c)[0] != "candidate"])
     for config in (c for c in configs if config_parts(c)[0] == "candidate"):
