@@ -142,8 +142,8 @@ def version_text():
 
 
 def tool_path(name):
-    for directory in (os.path.join(HERE, "policy"), os.path.join(HERE, "bench"), os.path.join(HERE, "tune"),
-                      os.path.join(HERE, "simulate"), HERE):
+    for directory in (os.path.join(HERE, "policy"), os.path.join(HERE, "report"), os.path.join(HERE, "bench"),
+                      os.path.join(HERE, "tune"), os.path.join(HERE, "simulate"), HERE):
         path = os.path.join(directory, name)
         if os.path.isfile(path) and os.access(path, os.X_OK):
             return path
@@ -219,7 +219,13 @@ def find_script(relative, build_tree_only=False):
 
 
 def cmd_report(args):
-    return report.main(args.rest)
+    """arshim report, told where arshim-stats-summary is: the summary's formatter, the library's own."""
+    extra = []
+    try:
+        extra = ["--summary-program", tool_path("arshim-stats-summary")]
+    except ToolError:
+        pass
+    return report.main(extra + args.rest)
 
 
 def simulate_probes(option_prefix):

@@ -271,26 +271,7 @@ std::string describe_address(const void* return_address) {
     return describe(symbolizer.resolve(reinterpret_cast<uintptr_t>(return_address)));
 }
 
-std::string describe(const Frame& f) {
-    std::string out;
-    if (!f.function.empty()) {
-        out = f.function;
-        if (!f.file.empty()) {
-            out += " (" + std::string(base_name(f.file.c_str())) + ":" + std::to_string(f.line) + ")";
-        } else {
-            char offset[32];
-            std::snprintf(offset, sizeof offset, "+0x%llx", static_cast<unsigned long long>(f.function_offset));
-            out += offset;
-            out += " [" + f.module + "]";
-        }
-    } else {
-        char offset[32];
-        std::snprintf(offset, sizeof offset, "+0x%llx", static_cast<unsigned long long>(f.offset));
-        out = f.module + offset;
-        if (!f.file.empty()) out += " (" + std::string(base_name(f.file.c_str())) + ":" + std::to_string(f.line) + ")";
-    }
-    return out;
-}
+// describe(): shim/stats/summary.cpp, MPI-free, beside the summary's formatter that names sites with it.
 
 std::string encode(const std::vector<Frame>& frames) {
     std::string out;

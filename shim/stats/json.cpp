@@ -1,5 +1,6 @@
-// The statistics report as JSON ("arshim-stats/1", documented in docs/stats.md) and as the summary on stderr.
-// Pretty-printing beyond the short summary, comparing and plotting are the report tool's (tools/report).
+// The statistics report as JSON ("arshim-stats/1", documented in docs/stats.md): the numbers, and nothing for people.
+// The summary on stderr is made from this document (shim/stats/summary.h); pretty-printing beyond it, comparing and
+// plotting are the report tool's (tools/arshim/report.py).
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -140,7 +141,7 @@ json sampling(const Report& r) {
 
 }  // namespace
 
-std::string to_json(const Report& r) {
+nlohmann::ordered_json to_document(const Report& r) {
     json doc;
     doc["schema"] = kSchema;
     doc["scope"] = r.job ? "job" : "rank";
@@ -291,155 +292,9 @@ std::string to_json(const Report& r) {
     json callsites{{"enabled", r.callsites_enabled}, {"recorded", r.callsites_recorded}, {"depth", r.depth},
                    {"sites", sites}, {"dropped_calls", r.sites_dropped.calls}};
     doc["callsites"] = callsites;
-    return doc.dump(1) + "\n";
+    return doc;
 }
 
-namespace {
-
-std::string human_bytes(double bytes) {
-    static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int unit = 0;
-    while (bytes >= 1024 && unit < 4) {
-        bytes /= 1024;
-        ++unit;
-    }
-    char text[32];
-    std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.1f %s", bytes, units[unit]);
-    return text;
-}
-
-uint64_t sharp_counter(const Report& r, sharp::Counter c) { return r.counts.sharp[static_cast<std::size_t>(c)]; }
-
-// One line when the SHARP path saw calls: how they ran (LLT, SAT, host and why), how many declined to native, and
-// the groups' fate. Counts are summed over ranks, like every count of the summary.
-void print_sharp_summary(std::FILE* out, const Report& r) {
-    using sharp::Counter;
-    const uint64_t llt = sharp_counter(r, Counter::llt), sat = sharp_counter(r, Counter::sat),
-                   host = sharp_counter(r, Counter::host), declined = sharp_counter(r, Counter::unavailable);
-    if (llt + sat + host + declined == 0) return;
-    std::string reasons;
-    for (Counter c : {Counter::host_unsupported, Counter::host_no_sat, Counter::host_no_llt, Counter::host_sat_lock,
-                      Counter::host_error}) {
-        if (sharp_counter(r, c) == 0) continue;
-        reasons += reasons.empty() ? " (" : " ";
-        std::string_view name = sharp::counter_name(c);
-        name.remove_prefix(std::min<std::size_t>(name.size(), 5));  // without "host_"
-        reasons += name;
-        reasons += '=' + std::to_string(sharp_counter(r, c));
-    }
-    if (!reasons.empty()) reasons += ')';
-    std::fprintf(out,
-                 "arshim[0] sharp: llt=%llu sat=%llu host=%llu%s declined=%llu; groups created=%llu failed=%llu "
-                 "disabled=%llu\n",
-                 static_cast<unsigned long long>(llt), static_cast<unsigned long long>(sat),
-                 static_cast<unsigned long long>(host), reasons.c_str(), static_cast<unsigned long long>(declined),
-                 static_cast<unsigned long long>(sharp_counter(r, Counter::groups)),
-                 static_cast<unsigned long long>(sharp_counter(r, Counter::group_failures)),
-                 static_cast<unsigned long long>(sharp_counter(r, Counter::disabled)));
-}
-
-}  // namespace
-
-void print_summary(const Report& r, const std::string& written) {
-    std::FILE* out = stderr;
-    const double wall_sum = r.wall.avg * r.np;
-    // Times are estimated from the timed calls unless every call was timed (ARSHIM_STATS_SAMPLE; docs/stats.md).
-    char sampled[160];
-    if (r.total.samples == r.total.calls)
-        std::snprintf(sampled, sizeof sampled, "every call timed");
-    else
-        std::snprintf(sampled, sizeof sampled, "times sampled 1 in %u per row after its first %llu: %llu calls timed, "
-                      "+-%.2g s", r.sample_period, static_cast<unsigned long long>(kFirstTimed),
-                      static_cast<unsigned long long>(r.total.samples), std::sqrt(r.total.variance));
-    std::fprintf(out,
-                 "arshim[0] summary: %llu MPI_Allreduce calls on %d ranks, %s, %.3f s in allreduce "
-                 "(sum over ranks and their threads; %.1f%% of the ranks' wall time since MPI_Init, more where "
-                 "threads call at once; %s)\n",
-                 static_cast<unsigned long long>(r.total.calls), r.np,
-                 human_bytes(static_cast<double>(r.total.bytes)).c_str(), r.total.seconds,
-                 wall_sum > 0 ? 100.0 * r.total.seconds / wall_sum : 0.0, sampled);
-    // The extremes are over the timed calls.
-    std::fprintf(out, "arshim[0] %-12s %10s %11s %10s %10s %12s %12s %17s\n", "path", "calls", "bytes", "time_s",
-                 "avg_us", "timed_min_us", "timed_max_us", "rank_s min..max");
-    for (std::size_t p = 0; p < kPathCount; ++p) {
-        const Agg& a = r.paths[p];
-        if (a.calls == 0) continue;
-        std::fprintf(out, "arshim[0] %-12s %10llu %11s %10.4f %10.2f %12.2f %12.2f %8.3f..%-8.3f\n",
-                     vocab::path_name(static_cast<vocab::Path>(p)), static_cast<unsigned long long>(a.calls),
-                     human_bytes(static_cast<double>(a.bytes)).c_str(), a.seconds,
-                     1e6 * a.seconds / static_cast<double>(a.calls), 1e6 * a.call_min, 1e6 * a.call_max,
-                     a.rank_seconds_min, a.rank_seconds_max);
-    }
-    std::string reasons;
-    for (std::size_t i = 0; i < kReasonCount; ++i) {
-        if (r.counts.reasons[i] == 0) continue;
-        reasons += ' ';
-        reasons += reason_name(static_cast<Reason>(i));
-        reasons += '=';
-        reasons += std::to_string(r.counts.reasons[i]);
-    }
-    if (!reasons.empty()) std::fprintf(out, "arshim[0] native because:%s\n", reasons.c_str());
-    std::string bug_calls;
-    for (std::size_t b = 0; b < bugs::kMaxEntries; ++b)
-        if (r.counts.library_bugs[b] > 0)
-            bug_calls += " library_bug:" + std::string(bugs::entry_id(b)) + "=" + std::to_string(r.counts.library_bugs[b]);
-    if (!bug_calls.empty())
-        std::fprintf(out, "arshim[0] computed with ARShim's kernels (the library's own reduction is wrong):%s\n",
-                     bug_calls.c_str());
-    print_sharp_summary(out, r);
-    if (r.counts.verify_calls > 0) {
-        std::fprintf(out,
-                     "arshim[0] verify: %llu calls compared with the library's result (summed over ranks): %llu "
-                     "mismatches; worst relative difference %.3g",
-                     static_cast<unsigned long long>(r.counts.verify_calls),
-                     static_cast<unsigned long long>(r.counts.verify_mismatches), r.verify_relative.max);
-        if (r.counts.verify_library_bug_calls > 0)
-            std::fprintf(out, "; %llu of %llu calls hitting a known library bug differed as expected",
-                         static_cast<unsigned long long>(r.counts.verify_library_bug_differences),
-                         static_cast<unsigned long long>(r.counts.verify_library_bug_calls));
-        if (r.counts.verify_unordered > 0)
-            std::fprintf(out, "; %llu elements outside any bound (NaN, overflow, underflow)",
-                         static_cast<unsigned long long>(r.counts.verify_unordered));
-        std::fputc('\n', out);
-    }
-    if (r.counts.tune_exploration_calls > 0 || r.counts.tune_decisions > 0)
-        std::fprintf(out,
-                     "arshim[0] tuning (%s): %llu keys decided (summed over ranks), %llu of them for another choice "
-                     "than the policy's; %llu exploration calls (%.3f s)\n",
-                     r.run->settings.tune_name.c_str(),
-                     static_cast<unsigned long long>(r.counts.tune_decisions),
-                     static_cast<unsigned long long>(r.counts.tune_changed),
-                     static_cast<unsigned long long>(r.counts.tune_exploration_calls),
-                     static_cast<double>(r.counts.tune_exploration_ns) * 1e-9);
-    if (r.counts.argcheck_calls > 0)
-        std::fprintf(out, "arshim[0] argument check: %llu calls checked (summed over ranks), %llu with arguments that "
-                          "differ across ranks\n",
-                     static_cast<unsigned long long>(r.counts.argcheck_calls),
-                     static_cast<unsigned long long>(r.counts.argcheck_mismatches));
-    if (r.counts.paused) std::fprintf(out, "arshim[0] not counted: %llu calls made while MPI_Pcontrol(0) paused collection\n",
-                               static_cast<unsigned long long>(r.counts.paused));
-    if (!r.sites.empty()) {
-        std::vector<const SiteEntry*> order;
-        for (const SiteEntry& s : r.sites) order.push_back(&s);
-        std::sort(order.begin(), order.end(),
-                  [](const SiteEntry* a, const SiteEntry* b) { return a->agg.seconds > b->agg.seconds; });
-        std::string top;
-        for (std::size_t i = 0; i < order.size() && i < 3; ++i) {
-            if (!top.empty()) top += ", ";
-            top += order[i]->other ? "other" : callsites::describe(order[i]->frames.front());
-            char share[32];
-            std::snprintf(share, sizeof share, " %.0f%%",
-                          r.total.seconds > 0 ? 100.0 * order[i]->agg.seconds / r.total.seconds : 0.0);
-            top += share;
-        }
-        std::fprintf(out, "arshim[0] %zu call sites; most time: %s\n", r.sites.size(), printable(top, 600).c_str());
-    }
-    if (!written.empty()) {
-        // The path comes from ARSHIM_STATS: escaped like every value a message carries (shim/base/log.h).
-        const std::string path = printable(written, 400);
-        std::fprintf(out, "arshim[0] statistics written to %s (arshim report %s)\n", path.c_str(), path.c_str());
-    }
-    std::fflush(out);
-}
+std::string to_json(const nlohmann::ordered_json& document) { return document.dump(1) + "\n"; }
 
 }  // namespace arshim::stats

@@ -29,6 +29,7 @@
 #include "shim/stats/counters.h"
 #include "shim/stats/log_file.h"
 #include "shim/stats/report.h"
+#include "shim/stats/summary.h"
 
 namespace arshim::stats {
 
@@ -495,6 +496,20 @@ void describe_run(const RunFacts& rt, const std::string& job_id, Report* r) {
     r->sample_period = g_sample_period.load(std::memory_order_relaxed);
 }
 
+// The summary on stderr (rank 0), from the log's document; `written`: the log file, "" when none. A document the
+// summary cannot read (a bug) costs the summary, never the job.
+void print_summary(const nlohmann::ordered_json& document, const std::string& written) {
+    std::string text;
+    try {
+        text = summary::text(summary::rows_of(document), written);
+    } catch (const std::exception& e) {
+        log::error("statistics summary not printed ({})", printable(e.what(), 200));
+        return;
+    }
+    std::fputs(text.c_str(), stderr);
+    std::fflush(stderr);
+}
+
 }  // namespace
 
 bool summary_wanted(const ProcessSettings& settings) {
@@ -524,7 +539,7 @@ void finalize_report(const RunFacts& rt) {
         Report mine = rank_report(local, rt.world_rank, rt.world_size);
         describe_run(rt, job_id, &mine);
         const std::string path = per_rank_path(pattern, rt.world_rank, job_id);
-        const WriteOutcome outcome = write_log_file(path, to_json(mine), follow, /*only_own_log=*/true);
+        const WriteOutcome outcome = write_log_file(path, to_json(to_document(mine)), follow, /*only_own_log=*/true);
         // A refusal has no errno of its own: EPERM stands for it in the one-line report of rank 0.
         const int error = outcome.ok() ? 0 : outcome.error != 0 ? outcome.error : EPERM;
         if (!collective) {
@@ -554,16 +569,19 @@ void finalize_report(const RunFacts& rt) {
     Report job = job_report(local, rt, name_bytes);
     if (rt.world_rank != 0) return;
     describe_run(rt, job_id, &job);
+    // One document: the log's numbers, and the summary's rows made from them (shim/stats/summary.h), so that the
+    // summary says what the log holds and `arshim report` prints the same text from the file.
+    const nlohmann::ordered_json document = to_document(job);
     std::string written;
     if (file) {
         const std::string path = expand(pattern, "all", job_id);
-        const WriteOutcome outcome = write_log_file(path, to_json(job), follow, /*only_own_log=*/true);
+        const WriteOutcome outcome = write_log_file(path, to_json(document), follow, /*only_own_log=*/true);
         if (!outcome.ok())
             warn_unwritable(pattern, path, outcome);
         else
             written = path;
     }
-    if (summary) print_summary(job, written);
+    if (summary) print_summary(document, written);
 }
 
 void finalize_disabled_report(const RunFacts& rt) {
@@ -576,7 +594,7 @@ void finalize_disabled_report(const RunFacts& rt) {
     const std::string job_id = job_id_from_environment();
     describe_run(rt, job_id, &job);
     const std::string path = expand(pattern, "all", job_id);
-    const WriteOutcome outcome = write_log_file(path, to_json(job), rt.settings.follow_symlinks,
+    const WriteOutcome outcome = write_log_file(path, to_json(to_document(job)), rt.settings.follow_symlinks,
                                                 /*only_own_log=*/true);
     if (!outcome.ok()) warn_unwritable(pattern, path, outcome);
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -86,11 +87,11 @@ struct Report {
     const RunFacts* run = nullptr;  // the run the report is of
 };
 
-// JSON text of a report (shim/stats/json.cpp); run metadata from report.run.
-std::string to_json(const Report& report);
-
-// The summary on stderr (rank 0). `written`: the log file, "" when none.
-void print_summary(const Report& report, const std::string& written);
+// A report as the statistics log's JSON document (shim/stats/json.cpp); run metadata from report.run. The summary
+// on stderr is made from the same document (shim/stats/summary.h).
+nlohmann::ordered_json to_document(const Report& report);
+// The log's text.
+std::string to_json(const nlohmann::ordered_json& document);
 
 // Whether rank 0 prints the summary at finalize: ARSHIM_STATS_SUMMARY, or (auto) when ARSHIM_STATS is set or the
 // log level is info or more.

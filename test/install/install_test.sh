@@ -29,7 +29,8 @@ expect "--version: Open MPI library" "openmpi +$root/lib[^ ]*/libarshim-openmpi.
 for f in share/arshim/default.toml share/arshim/arshim-stats-1.schema.json share/arshim/tools/report/arshim_report.py \
          share/arshim/tools/arshim/__init__.py share/arshim/tools/arshim/statslog.py \
          share/arshim/tools/tune/arshim_tune.py share/arshim/tools/bench/bench_kernels_report.py \
-         share/man/man1/arshim.1 share/doc/arshim/README.md share/doc/arshim/docs/stats.md bin/arshim-policy; do
+         share/man/man1/arshim.1 share/doc/arshim/README.md share/doc/arshim/docs/stats.md bin/arshim-policy \
+         bin/arshim-stats-summary share/arshim/tools/arshim/path_limits.json; do
   [[ -f $root/$f ]] && echo "ok: installed $f" || { echo "FAIL: $f not installed"; fail=1; }
 done
 cmp -s "$root/share/arshim/default.toml" "$source/policy/default.toml" && echo "ok: default.toml as compiled in" ||

@@ -161,6 +161,22 @@ def sampling_checks(doc, period, summary_line, rank_docs=(), per_rank=None):
               f"rank {rank}: timed calls per row = first {FIRST_TIMED} + one in {period} ({len(want)} rows)")
 
 
+def finalize_summary_checks(args, stderr, log, written):
+    """The summary the job printed at MPI_Finalize is, line for line, arshim-stats-summary's text of its log: the
+    library makes the summary's rows from the log's document and formats them with the one formatter
+    (shim/stats/summary.h) that arshim report runs too."""
+    lines = stderr.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("arshim[0] summary: ")), None)
+    end = next((i for i, line in enumerate(lines) if line.startswith("arshim[0] statistics written to ")), None)
+    if not check(start is not None and end is not None and start < end, "the summary's first and last lines"):
+        return
+    own = subprocess.run([args.summary_program, log, "--written", written], capture_output=True, text=True)
+    check(own.returncode == 0 and lines[start:end + 1] == own.stdout.splitlines(),
+          f"the finalize summary is arshim-stats-summary's text of the log ({end + 1 - start} lines)")
+    if lines[start:end + 1] != own.stdout.splitlines():
+        print("       printed:", lines[start:end + 1], "\n       from the log:", own.stdout.splitlines(), own.stderr)
+
+
 def report_checks(args, path, doc):
     proc = subprocess.run([PYTHON, args.report, path], capture_output=True, text=True)
     check(proc.returncode == 0, "arshim report prints the log")
@@ -263,6 +279,7 @@ def case_c(args, variant):
         if summary:  # a test of the summary line itself: what people read agrees with the log's data
             check(int(summary.group(1)) == doc["totals"]["calls"] and int(summary.group(2)) == doc["run"]["np"],
                   f"summary line: {summary.group(1)} calls on {summary.group(2)} ranks, as the log")
+            finalize_summary_checks(args, proc.stderr, job_files[0], job_files[0])
         got = log_rows_by_key(doc)
         check(got == dict(expected), "calls and bytes per (communicator, datatype, op, size) equal the program's")
         if got != dict(expected):
@@ -491,6 +508,7 @@ def main():
     parser.add_argument("--report", required=True)
     parser.add_argument("--program", required=True)
     parser.add_argument("--source", help="the program's source (call-site lines)")
+    parser.add_argument("--summary-program", required=True, help="arshim-stats-summary")
     args = parser.parse_args()
     print(f"== stats test {args.case} ({args.flavor})")
     if args.case in ("c", "c-depth2", "c-nosites", "c-sampled", "c-bad-sample"):

@@ -3,8 +3,10 @@
 
   test_report.py REPORT_PY DATA_DIR [--plot]
 
-text: every table, every row, sorted; --top; --sort; comparing two runs; schema validation (and its failures);
-a log with sampled times (ARSHIM_STATS_SAMPLE) against one where every call was timed; errors. --plot: PNG, SVG and HTML output (exit 77 = skipped when matplotlib is missing).
+text: the summary (arshim-stats-summary, ARSHIM_SUMMARY_PROGRAM: the finalize summary's own formatter), every
+table, every row, sorted; --top; --sort; comparing two runs; schema validation (and its failures); a log with sampled
+times (ARSHIM_STATS_SAMPLE) against one where every call was timed; errors. --plot: PNG, SVG and HTML output (exit
+77 = skipped when matplotlib is missing).
 """
 import importlib.util
 import json
@@ -43,6 +45,29 @@ def table_rows(text, title):
 
 
 ROWS_TITLE = "All rows (communicator x path x size x datatype x op x reason)"
+SUMMARY_TITLE = "Summary (as printed at MPI_Finalize: calls and time per path, native calls by reason, checks, sites)"
+SIZES_TITLE = "Message sizes (bytes per call, power-of-two buckets, in size order)"
+
+
+def summary_of(out):
+    """The summary's lines in a report (after its title, up to the next blank line)."""
+    lines = out.splitlines()
+    if SUMMARY_TITLE not in lines:
+        return []
+    block = lines[lines.index(SUMMARY_TITLE) + 1:]
+    return block[:block.index("")] if "" in block else block
+
+
+def summary_checks(tool, path, out):
+    """The report's summary is arshim-stats-summary's text of the log: the formatter the library runs at finalize."""
+    program = os.environ.get("ARSHIM_SUMMARY_PROGRAM")
+    if not check(program is not None, "ARSHIM_SUMMARY_PROGRAM names arshim-stats-summary"):
+        return []
+    own = subprocess.run([program, path], capture_output=True, text=True)
+    lines = summary_of(out)
+    check(own.returncode == 0 and lines == own.stdout.splitlines() and lines[0].startswith("arshim[0] summary: "),
+          f"the report's summary is the finalize formatter's ({len(lines)} lines)")
+    return lines
 SITES_TITLE = "Call sites (depth 1; merged across ranks by symbol)"
 
 
@@ -59,11 +84,14 @@ def text_checks(tool, data):
 
     rc, out, err = report(tool, program)
     check(rc == 0, "report prints a recorded log")
-    for title in ("Paths", "Message sizes (bytes per call, power-of-two buckets, in size order)",
-                  "Native calls by reason (policy = the policy chose native; the others are fallbacks)", SITES_TITLE,
-                  ROWS_TITLE):
+    for title in (SUMMARY_TITLE, SIZES_TITLE, SITES_TITLE, ROWS_TITLE):
         check(title in out.splitlines(), f"table: {title}")
-    check("21 calls made while MPI_Pcontrol(0) paused collection are not counted" in out, "paused calls shown")
+    summary = summary_checks(tool, program, out)
+    check("arshim[0] not counted: 21 calls made while MPI_Pcontrol(0) paused collection" in summary,
+          "paused calls shown")
+    check(any(l.startswith("arshim[0] native because: zero_count=3 ") for l in summary), "native calls by reason")
+    check([l.split()[1] for l in summary[2:2 + len(doc["paths"])]] == [r["path"] for r in doc["paths"]],
+          "one summary row per path")
     rows = table_rows(out, ROWS_TITLE) or []
     check(len(rows) == len(doc["rows"]), f"every row printed ({len(rows)} of {len(doc['rows'])}), no fixed top-N")
     want_calls = [r["calls"] for r in sorted(doc["rows"], key=lambda r: (-r["time_s"], -r["calls"]))]
@@ -83,8 +111,11 @@ def text_checks(tool, data):
     rc, out, err = report(tool, "--sort", "calls", "--section", "rows", program)
     rows = table_rows(out, ROWS_TITLE) or []
     got_calls = [int(re.split(r"\s{2,}", line.strip())[6]) for line in rows]
-    check(rc == 0 and got_calls == sorted(got_calls, reverse=True) and "Paths" not in out.splitlines(),
+    check(rc == 0 and got_calls == sorted(got_calls, reverse=True) and SUMMARY_TITLE not in out.splitlines(),
           "--sort calls --section rows")
+    rc, out, err = report(tool, "--section", "paths", program)
+    check(rc == 0 and SUMMARY_TITLE in out.splitlines() and ROWS_TITLE not in out.splitlines(),
+          "--section paths (a table now in the summary) prints the summary")
 
     rc, out, err = report(tool, native, shim)
     check(rc == 0 and "speed-up" in out, "compare two runs")
@@ -132,25 +163,27 @@ def sampled_checks(tool, data):
     check(sampling["period"] == 4 and sampling["times"] == "estimated", "recorded log: sampled 1 in 4")
     rc, out, err = report(tool, path)
     check(rc == 0, "report prints a sampled log")
-    line = next((l for l in out.splitlines() if l.startswith("  sampling  ")), "")
-    check(f"sampled 1 in 4 per row after its first 8: {sampling['timed_calls']} of {doc['totals']['calls']} calls "
-          "timed" in line and "call-site counts estimated" in line, f"sampling line: {line.strip()}")
-    paths = table_rows(out, "Paths") or []
-    header = out.splitlines()[out.splitlines().index("Paths") + 1]
+    summary = summary_checks(tool, path, out)
+    line = summary[0] if summary else ""
+    check(f"times sampled 1 in 4 per row after its first 8: {sampling['timed_calls']} calls timed, +-" in line,
+          f"summary says how times were taken: {line.strip()}")
+    sizes = table_rows(out, SIZES_TITLE) or []
+    header = out.splitlines()[out.splitlines().index(SIZES_TITLE) + 1]
     check(all(h in header.split() for h in ("+-time", "timed_min_us", "timed_max_us")),
           "tables give the standard error and label min/max as over the timed calls")
-    check(len(paths) == len(doc["paths"]), "every path printed")
-    errors = {r["path"]: r["time_s_error"] for r in doc["paths"]}
-    for row in paths:
+    check(len(sizes) == len(doc["buckets"]), "every size bucket printed")
+    errors = {(r["path"], r["calls"]): r["time_s_error"] for r in doc["buckets"]}
+    for row in sizes:
         cells = re.split(r"\s{2,}", row.strip())
-        check(cells[5] == dur_text(tool, errors[cells[0]]), f"{cells[0]}: +-time {cells[5]} is the log's time_s_error")
+        check(cells[6] == dur_text(tool, errors[(cells[1], int(cells[2]))]),
+              f"{cells[0]} {cells[1]}: +-time {cells[6]} is the log's time_s_error")
     check("Call sites (depth 1; merged across ranks by symbol; recorded on timed calls: calls, bytes and time "
           "estimated)" in out.splitlines(), "call-site table says its counts are estimated")
     rows = table_rows(out, ROWS_TITLE) or []
     check(len(rows) == len(doc["rows"]), "every row printed")
 
     rc, out, err = report(tool, os.path.join(data, "program-openmpi.json"))
-    check(rc == 0 and "  sampling  " not in out and "+-time" not in out and " min_us " in out,
+    check(rc == 0 and "every call timed)" in out and "+-time" not in out and " min_us " in out,
           "a log without sampling: plain tables")
     rc, out, err = report(tool, os.path.join(data, "program-openmpi.json"), path)
     check(rc == 0 and "times sampled 1 in 4)" in out, "comparison says which run's times were sampled")

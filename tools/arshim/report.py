@@ -8,22 +8,31 @@
 The log format is documented in docs/stats.md; the schema is arshim-stats-1.schema.json (tools/report/ in the
 source, <datadir>/arshim/ installed). A log is read as untrusted input: a file that is no valid log is one line
 `arshim report: FILE: reason` and exit status 2, and every string of the log is printed escaped.
+
+A log's report starts with the summary the job printed at MPI_Finalize, written by arshim-stats-summary: the
+preloaded library's own rows and formatter (shim/stats/summary.h), the one place the summary's figures are
+formatted; the tables after it are what the summary does not say.
 """
 import argparse
 import os
 import re
+import shutil
+import subprocess
 import sys
 
 from . import ToolError, files, need, options, statslog
 from .sizes import human_bytes, size_text as size_label
-from .text import escape, escape_strings, one_line, plot_text
+from .text import escape, escape_char, escape_strings, one_line, plot_text
 
 SCHEMA = statslog.SCHEMA
 PATHS = ("native", "pipelined", "multileader", "sharp", "reproducible", "latency")
 PATH_COLORS = {"native": "#4c72b0", "pipelined": "#dd8452", "multileader": "#55a868", "sharp": "#c44e52",
                "reproducible": "#8172b3", "latency": "#937860"}
-SECTIONS = ("paths", "buckets", "communicators", "fallbacks", "sharp", "checks", "callsites", "rows")
+SECTIONS = ("summary", "buckets", "communicators", "sharp", "callsites", "rows")
+# The tables the summary replaced (paths, native calls by reason, correctness checks): their names still choose it.
+SECTION_ALIASES = {"paths": "summary", "fallbacks": "summary", "checks": "summary"}
 PROG = "arshim report"
+SUMMARY_PROGRAM = "arshim-stats-summary"
 
 
 class ReportError(ToolError):
@@ -39,6 +48,34 @@ def load(path):
 def validate(path):
     """The log's problems as lines (empty: valid); a file that is no JSON at all raises InputError."""
     return statslog.problems(files.read_json(path, statslog.LIMIT))
+
+
+def find_summary_program(given=None):
+    """arshim-stats-summary: --summary-program (`arshim report` names the one beside it), ARSHIM_SUMMARY_PROGRAM, or
+    the one on PATH; None when there is none."""
+    for program in (given, os.environ.get("ARSHIM_SUMMARY_PROGRAM")):
+        if program:
+            return program
+    return shutil.which(SUMMARY_PROGRAM)
+
+
+def summary(path, program):
+    """The summary of the log at `path` as the job printed it at MPI_Finalize (without the line naming the file),
+    from arshim-stats-summary: the library's own formatter. A line saying why when it cannot be had."""
+    if not program:
+        return (f"  (not available: {SUMMARY_PROGRAM} not found; it is built and installed with ARShim, "
+                "`arshim report` finds it beside itself)")
+    try:
+        done = subprocess.run([program, path], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"  (not available: {escape(program)}: {escape(getattr(e, 'strerror', None) or str(e), 120)})"
+    if done.returncode != 0:
+        why = done.stderr.decode("utf-8", "replace").strip().splitlines() or [f"exit status {done.returncode}"]
+        return f"  (not available: {escape(why[-1], 200)})"
+    # The formatter escapes what it prints from the log (printable: controls); what else a terminal must not get
+    # (format characters such as bidirectional overrides) is escaped here, its backslashes left as they are.
+    return "\n".join("".join(c if c.isprintable() else escape_char(c) for c in line)
+                     for line in done.stdout.decode("utf-8", "replace").splitlines())
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -112,19 +149,6 @@ def estimated(doc):
     return sampling if sampling and sampling["times"] == "estimated" else None
 
 
-def sampling_text(doc):
-    sampling = doc.get("sampling")
-    if not sampling:
-        return None
-    if sampling["times"] == "exact":
-        return f"every call timed (ARSHIM_STATS_SAMPLE={sampling['period']})"
-    error = doc["totals"].get("time_s_error", 0.0)
-    return (f"sampled 1 in {sampling['period']} per row after its first {sampling['first_timed']}: "
-            f"{sampling['timed_calls']} of {doc['totals']['calls']} calls timed; times are estimates "
-            f"(+- {dur(error)} in total), min/max over the timed calls, call-site counts "
-            f"{sampling['callsite_counts']}")
-
-
 def agg_cells(r, share_of=None, sampled=False):
     cells = [r["calls"], human_bytes(r["bytes"]), dur(r["time_s"]), us(r["avg_us"]), us(r.get("call_min_us")),
              us(r.get("call_max_us")), mam(r["per_rank"]["time_s"], "dur")]
@@ -141,7 +165,9 @@ SAMPLED_HEADERS = ["calls", "bytes", "time", "share", "+-time", "avg_us", "timed
                    "per-rank time min / avg / max"]
 
 
-def print_report(doc, name, top=None, order="time", sections=SECTIONS, all_settings=False, out=sys.stdout):
+def print_report(doc, name, top=None, order="time", sections=SECTIONS, all_settings=False, out=sys.stdout,
+                 summary_text=None):
+    """The report of one log. `summary_text`: the summary's lines (summary()), printed first; None: no summary."""
     run, t = doc["run"], doc["time"]
     scope = "job" if doc["scope"] == "job" else f"rank {doc.get('rank')}"
     w = lambda s="": print(s, file=out)  # noqa: E731
@@ -168,16 +194,9 @@ def print_report(doc, name, top=None, order="time", sections=SECTIONS, all_setti
     w(f"  settings  {text}")
     tot = doc["totals"]
     share = t["allreduce_share"]
-    w(f"  time      {tot['calls']} MPI_Allreduce calls, {human_bytes(tot['bytes'])}, "
-      f"{dur(t['allreduce_s']['total'])} in allreduce (sum over ranks), "
-      f"{100 * share['overall']:.2f}% of wall time")
-    w(f"            per rank min / avg / max: allreduce {mam(t['allreduce_s']['per_rank'], 'dur')}; "
+    # The totals, how times were taken and the paused calls are the summary's; the spread over ranks is not.
+    w(f"  per rank  min / avg / max: allreduce {mam(t['allreduce_s']['per_rank'], 'dur')}; "
       f"wall {mam(t['wall_s'], 'dur')}; share {mam({k: 100 * v for k, v in share['per_rank'].items()}, '{:.2f}')} %")
-    sampling = sampling_text(doc)
-    if sampling:
-        w(f"  sampling  {sampling}")
-    if tot.get("paused_calls"):
-        w(f"            {tot['paused_calls']} calls made while MPI_Pcontrol(0) paused collection are not counted")
     if tot.get("rows_folded_calls"):
         w(f"            {tot['rows_folded_calls']} calls did not fit the per-thread row table (counted in paths "
           "and sizes only)")
@@ -188,11 +207,10 @@ def print_report(doc, name, top=None, order="time", sections=SECTIONS, all_setti
     headers = SAMPLED_HEADERS if sampled else AGG_HEADERS
     cells = lambda r: agg_cells(r, total_time, sampled)  # noqa: E731
 
-    if "paths" in sections:
-        rows = sorted(doc["paths"], key=key)
+    if "summary" in sections and summary_text is not None:
         w()
-        w("Paths")
-        w(table(["path"] + headers, [[r["path"]] + cells(r) for r in rows]))
+        w("Summary (as printed at MPI_Finalize: calls and time per path, native calls by reason, checks, sites)")
+        w(summary_text)
     if "buckets" in sections:
         # the heaviest rows survive --top; shown in size order
         rows, more = cut(sorted(doc["buckets"], key=key), top)
@@ -212,48 +230,16 @@ def print_report(doc, name, top=None, order="time", sections=SECTIONS, all_setti
                 align="l" + "r" * (len(headers) + 2)))
         if more:
             w(more)
-    if "fallbacks" in sections:
-        w()
-        w("Native calls by reason (policy = the policy chose native; the others are fallbacks)")
-        rows = sorted(doc["fallbacks"], key=lambda r: -r["calls"])
-        if rows:
-            w(table(["reason", "calls", "fallback"], [[r["reason"], r["calls"], "yes" if r["fallback"] else "no"]
-                                                      for r in rows], align="lrl"))
-        else:
-            w("  none: every call was served by the path the policy chose")
     sharp = doc.get("sharp", {})  # absent in logs written before the SHARP path counted
     if "sharp" in sections and any(sharp.get(k) for k in ("llt", "sat", "host", "unavailable")):
         w()
-        w("SHARP path (summed over ranks; groups once per communicator)")
-        host = ", ".join(f"{k[5:]} {v}" for k, v in sharp.items() if k.startswith("host_") and v)
-        w(f"  calls     LLT {sharp['llt']}, SAT {sharp['sat']}, host path {sharp['host']}"
-          + (f" ({host})" if host else "") + f", declined to native {sharp['unavailable']}")
-        w(f"  groups    created {sharp.get('groups', 0)}, failed {sharp.get('group_failures', 0)}, "
-          f"disabled after an error {sharp.get('disabled', 0)}, without SAT {sharp.get('reg_failures', 0)}")
+        # How the calls ran and the groups' fate are the summary's sharp line.
+        w("SHARP path, beyond the summary (summed over ranks)")
+        w(f"  groups    without SAT {sharp.get('reg_failures', 0)}")
         w(f"  SHARP     {sharp.get('ops', 0)} operations, {sharp.get('sat_lock_retries', 0)} SAT lock retries")
         w(f"  memory    registration cache hits {sharp.get('reg_hits', 0)}, misses {sharp.get('reg_misses', 0)}, "
           f"evictions {sharp.get('reg_evictions', 0)}, invalidations {sharp.get('reg_invalidations', 0)}; "
           f"{sharp.get('reg_bounced', 0)} SAT pieces through the bounce buffer")
-    verify, argcheck = doc.get("verify", {}), doc.get("argument_check", {})  # absent in older logs
-    bugs = {k: v for k, v in doc.get("library_bugs", {}).items() if v}
-    if "checks" in sections and (verify.get("enabled") or argcheck.get("enabled") or bugs):
-        w()
-        w("Correctness (summed over ranks; docs/verify.md, docs/library-bugs.md)")
-        if bugs:
-            w("  library bugs  " + ", ".join(f"{k} {v}" for k, v in bugs.items())
-              + " calls computed with ARShim's kernels")
-        if verify.get("enabled"):
-            w(f"  verify        {verify['calls']} calls compared with the library's result (first "
-              f"{verify['calls_per_key']} per key): {verify['mismatches']} mismatches, worst relative difference "
-              + (f"{verify['worst_relative_difference']:.3g}" if verify["worst_relative_difference"] is not None
-                 else "infinite")
-              + (f"; {verify['library_bug_differences']} of {verify['library_bug_calls']} calls hitting a known "
-                 f"library bug differed as expected" if verify["library_bug_calls"] else "")
-              + (f"; {verify['unordered_elements']} elements outside any bound" if verify["unordered_elements"]
-                 else ""))
-        if argcheck.get("enabled"):
-            w(f"  arguments     {argcheck['calls']} calls checked, {argcheck['mismatches']} with arguments that "
-              f"differ across ranks")
     if "callsites" in sections:
         cs = doc["callsites"]
         w()
@@ -411,21 +397,21 @@ def check_plot(out_path):
     files.check_output(out_path, "--plot")
 
 
-def plot(docs, names, out_path):
+def plot(docs, names, out_path, summaries=None):
     ext = os.path.splitext(out_path)[1].lower()
     check_plot(out_path)
     plt = import_pyplot()
     try:
         # Drawn into memory, then written whole through files.write_file: matplotlib opening OUT by name would
         # follow a symbolic link planted there and block on a FIFO.
-        files.write_file(out_path, draw(plt, docs, names, ext))
+        files.write_file(out_path, draw(plt, docs, names, ext, summaries))
     except (ValueError, OverflowError) as e:  # matplotlib on numbers no run measures (1e300 us)
         raise ReportError(f"{', '.join(names)}: cannot plot ({escape(str(e), 120)})") from None
     finally:
         plt.close("all")
 
 
-def draw(plt, docs, names, ext):
+def draw(plt, docs, names, ext, summaries=None):
     """The plot's file contents: PNG bytes, or SVG or HTML text."""
     import io
     from matplotlib.ticker import FuncFormatter, LogLocator
@@ -485,7 +471,7 @@ def draw(plt, docs, names, ext):
         fig.savefig(buffer, format="svg", bbox_inches="tight")
         text = io.StringIO()
         if len(docs) == 1:
-            print_report(docs[0], names[0], out=text)
+            print_report(docs[0], names[0], out=text, summary_text=summaries[0] if summaries else None)
         else:
             compare(docs, names, out=text)
         import html
@@ -518,13 +504,16 @@ def run(args, names):
     if len(args.files) > 2:
         raise ReportError("give one log to print or two to compare")
     docs = [load(path) for path in args.files]
+    sections = {SECTION_ALIASES.get(s, s) for s in args.section} if args.section else SECTIONS
+    program = find_summary_program(args.summary_program)
+    summaries = [summary(path, program) for path in args.files] if len(docs) == 1 and "summary" in sections else None
     if args.plot:
-        plot(docs, names, args.plot)
+        plot(docs, names, args.plot, summaries)
         print(f"arshim report: wrote {escape(args.plot)}")
         return 0
     if len(docs) == 1:
-        print_report(docs[0], names[0], top=args.top, order=args.sort, sections=args.section or SECTIONS,
-                     all_settings=args.all_settings)
+        print_report(docs[0], names[0], top=args.top, order=args.sort, sections=sections,
+                     all_settings=args.all_settings, summary_text=summaries[0] if summaries else None)
     else:
         compare(docs, names, top=args.top)
     return 0
@@ -539,13 +528,15 @@ def main(argv=None):
                         help="keep the first N rows of each table (default: all)")
     parser.add_argument("--sort", choices=("time", "calls", "bytes"), default="time",
                         help="row order of the tables (default: time, largest first)")
-    parser.add_argument("--section", action="append", choices=SECTIONS,
-                        help="print only these tables (repeatable; default: all)")
+    parser.add_argument("--section", action="append", choices=SECTIONS + tuple(SECTION_ALIASES),
+                        help="print only these tables (repeatable; default: all; paths, fallbacks and checks are "
+                             "in the summary)")
     parser.add_argument("--all-settings", action="store_true",
                         help="list every ARSHIM_* setting, not only the set ones")
     parser.add_argument("--plot", metavar="OUT", help="draw time per message-size bucket per path to OUT "
                                                      "(.png, .svg, or .html with the tables)")
     parser.add_argument("--validate", action="store_true", help="check each file against the JSON schema and exit")
+    parser.add_argument("--summary-program", help=argparse.SUPPRESS)  # arshim-stats-summary (`arshim report`)
     args = parser.parse_args(argv)
     names = [escape(path) for path in args.files]
     if hasattr(sys.stdout, "reconfigure"):  # a terminal that cannot show a character gets its escape
