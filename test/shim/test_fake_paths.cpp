@@ -134,10 +134,17 @@ TEST_CASE("fake MPI: the sharp path on the SHARP test double", "[fake-mpi][paths
         return more;
     };
     forced("sharp", {4, "2"}, {100}, with({{"ARSHIM_SHARP_SAT_THRESHOLD", "0"}}));
-    // Socket-level leaders (shim/sharp/topology.cpp): one node of 4, and 2 nodes of 2.
+    // Socket-level leaders: two emulated sockets per node (one node of 4, 2 nodes of 2), and the sockets this machine
+    // has (shim/sharp/topology.cpp) on one real node.
     const std::string socket_policy = std::string(ARSHIM_SOURCE_ROOT) + "/test/sharp/socket.toml";
     forced("sharp", {4, "4"}, {100, 20000}, with({{"ARSHIM_POLICY", socket_policy}}));
     forced("sharp", {4, "2"}, {100}, with({{"ARSHIM_POLICY", socket_policy}}));
+    // (Served or not as this machine's sockets allow: one socket holds every rank here, and the calls go native.)
+    run_world(4, with({{"ARSHIM_POLICY", socket_policy}, {"ARSHIM_PATH", "sharp"}}), [](int, fake_mpi::Checks& c) {
+        MPI_Init(nullptr, nullptr);
+        exercise(c, {100});
+        MPI_Finalize();
+    });
     // Faults of the double: the calls then go to the library, and the sums stay right.
     for (const auto& fault : std::vector<std::map<std::string, std::string>>{
              {{"FAKE_SHARP_FAIL_ALLREDUCE_N", "5"}, {"FAKE_SHARP_FAIL_RANK", "1"}},

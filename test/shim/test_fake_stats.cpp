@@ -176,3 +176,44 @@ TEST_CASE("fake MPI: the log's rows by communicator, datatype, op and the reason
     CHECK(log.at("sampling").at("period") == 2);
     remove_dir(dir);
 }
+
+TEST_CASE("fake MPI: where the log and the trace go: an earlier run's replaced, anyone else's file left alone",
+          "[fake-mpi][stats]") {
+    const std::string dir = temp_dir();
+    auto body = [](int, fake_mpi::Checks& c) {
+        MPI_Init(nullptr, nullptr);
+        fake_checks::check_many(c, MPI_COMM_WORLD, 20);
+        MPI_Finalize();
+    };
+    const std::map<std::string, std::string> files = {{"ARSHIM_STATS", dir + "/stats.json"},
+                                                      {"ARSHIM_TRACE", dir + "/trace.%r.jsonl"}};
+    run_world(2, files, body);
+    run_world(2, files, body);  // the same names again: replaced whole, not appended to
+    for (int r = 0; r < 2; ++r) {
+        std::istringstream lines(read_file(dir + "/trace." + std::to_string(r) + ".jsonl"));
+        std::string line;
+        int headers = 0;
+        while (std::getline(lines, line)) headers += json::parse(line).contains("trace");
+        CHECK(headers == 1);
+    }
+    CHECK(json::parse(read_file(dir + "/stats.json")).at("totals").at("calls") == 2 * kCallsPerCheck);
+    // Files that are not ARShim's, a directory that does not exist, a trace in one file: the job runs, the sums
+    // are right, the files are as they were.
+    {
+        std::ofstream(dir + "/data.json") << "precious\n";
+        std::ofstream(dir + "/data.0.jsonl") << "precious\n";
+    }
+    run_world(2, {{"ARSHIM_STATS", dir + "/data.json"}, {"ARSHIM_TRACE", dir + "/data.%r.jsonl"}}, body);
+    CHECK(read_file(dir + "/data.json") == "precious\n");
+    CHECK(read_file(dir + "/data.0.jsonl") == "precious\n");
+    run_world(2, {{"ARSHIM_STATS", dir + "/no/such/dir/stats.json"}, {"ARSHIM_TRACE", dir + "/one-trace.jsonl"},
+                  {"ARSHIM_STATS_SUMMARY", "1"}, {"ARSHIM_STATS_DEPTH", "1"}, {"ARSHIM_STATS_CALLSITES", "1"}},
+              body);
+    CHECK(access((dir + "/no").c_str(), F_OK) != 0);
+    std::istringstream one(read_file(dir + "/one-trace.jsonl"));  // rank 0's alone
+    std::string first;
+    REQUIRE(std::getline(one, first));
+    CHECK(json::parse(first).at("rank") == 0);
+    run_world(2, {{"ARSHIM_STATS_SUMMARY", "1"}}, body);  // the summary without a log
+    remove_dir(dir);
+}
