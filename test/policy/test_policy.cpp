@@ -220,7 +220,7 @@ TEST_CASE("the built-in policy: the measured rules, per MPI", "[policy][default]
     CHECK(o.decide(call(1 << 20, 4, 4)).path() == Path::pipelined);
     // From 8 nodes, the rules of the cost model with computation charged (issue 54 item 6, docs/scale.md "The goals
     // at 16-1 024 nodes"): both libraries alike. Small: the latency path; 4-16 KiB four leaders, 16-64 KiB eight;
-    // from 64 KiB segments up to 16 ranks per node (64 KiB, 256 KiB from 256 KiB, 1 MiB from 1 MiB), sixteen leaders
+    // from 64 KiB segments up to 16 ranks per node (64 KiB, 256 KiB from 256 KiB, 1 MiB from 4 MiB), sixteen leaders
     // above.
     for (const Policy* p : {&m, &o}) {
         CHECK(p->decide(call(4095, 2, 8)).path() == Path::latency);
@@ -229,8 +229,8 @@ TEST_CASE("the built-in policy: the measured rules, per MPI", "[policy][default]
         CHECK(param(p->decide(call(16384, 16, 16)), "leaders") == 8);
         CHECK(p->decide(call(65535, 28, 16)).path() == Path::multileader);
         const std::pair<uint64_t, uint64_t> segments[] = {
-            {64 << 10, 64 << 10}, {(256 << 10) - 8, 64 << 10}, {256 << 10, 256 << 10}, {1 << 20, 1 << 20},
-            {uint64_t{1} << 30, 1 << 20}};
+            {64 << 10, 64 << 10}, {(256 << 10) - 8, 64 << 10}, {256 << 10, 256 << 10}, {1 << 20, 256 << 10},
+            {(4 << 20) - 8, 256 << 10}, {4 << 20, 1 << 20}, {uint64_t{1} << 30, 1 << 20}};
         for (const auto& [bytes, segment] : segments)
             for (const int ppn : {2, 4, 16}) {
                 const Decision d = p->decide(call(bytes, ppn, 64));
