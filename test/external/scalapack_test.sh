@@ -2,8 +2,8 @@
 # Third-party programs under ARShim: Debian's ScaLAPACK and BLACS testers (package scalapack-mpi-test, built against
 # both MPIs), run natively and then with ARShim preloaded under every path forced. The testers check their own
 # results (residuals of LU, QR, eigen- and least-squares solvers; every BLACS combine operation over integer, real
-# and complex types); a run passes when its verdicts equal the native run's in this test, no verdict failed, it
-# exited cleanly, and the forced path served calls (read from ARShim's summary), so a path that silently went
+# and complex types); a run passes when its verdicts equal the native run's in this test, no verdict failed (unless the
+# native run's failed alike: then the same failures are required), it exited cleanly, and the forced path served calls (read from ARShim's summary), so a path that silently went
 # native cannot pass.
 #
 #   scalapack_test.sh FLAVOR SHIM_LIB [SHARP_DOUBLE]
@@ -85,6 +85,11 @@ for program in "${programs[@]}"; do
     tail -5 "$native/log"
     continue
   fi
+  # A tester whose native run already fails checks (Debian 13: xzinv, 64 residual checks under MPICH 4.2.1, with no
+  # ARShim loaded) is a fact of the platform: ARShim's runs must then give exactly those verdicts, failures included.
+  native_fails=$(verdicts "$native" | grep -cE "[1-9][0-9]* (FAILED|tests completed and failed)")
+  [[ $native_fails -gt 0 ]] &&
+    echo "note: $flavor $base fails checks natively here ($(verdicts "$native" | grep -E "[1-9][0-9]* (FAILED|tests completed and failed)" | head -1 | sed 's/^ *//')); ARShim's runs must give the same verdicts"
   for entry in "${configs[@]}"; do
     IFS='|' read -r name path settings <<< "$entry"
     # shellcheck disable=SC2086  # settings are VAR=VALUE words
@@ -102,7 +107,8 @@ for program in "${programs[@]}"; do
       fail "$label: verdicts differ from the native run"
       head -20 "$dir/verdicts.diff"
     fi
-    if grep -E "[1-9][0-9]* (FAILED|tests completed and failed)" "$dir/log" | grep -v '^arshim' | grep -q .; then
+    if [[ $native_fails -eq 0 ]] &&
+       grep -E "[1-9][0-9]* (FAILED|tests completed and failed)" "$dir/log" | grep -v '^arshim' | grep -q .; then
       fail "$label: failed checks"
       grep -E "[1-9][0-9]* (FAILED|tests completed and failed)" "$dir/log" | head -5
     fi

@@ -24,9 +24,10 @@ class Run:
     """One MPI run: what it printed and left behind."""
     command: list
     returncode: int
-    output: str                 # stdout and stderr, interleaved as the launcher gave them
+    output: str                 # stdout, then stderr (kept apart: a launcher may cut a line of one with the other)
     stats: dict = None          # the statistics log (ARSHIM_STATS), validated; None when not asked for
     traces: dict = None         # world rank -> [events]; each event a dict with "event" and "rank"
+    stdout: str = None          # the program's standard output alone (where its JSON results are)
 
     def events(self, name, rank=None):
         """Every trace event called `name` (of one rank, or of all ranks in rank order)."""
@@ -37,7 +38,7 @@ class Run:
         """The program's own JSON lines holding `key`, in output order (test programs print their results as one JSON
         object on a line of their output, e.g. {"checker": {...}}): each line's value of `key`."""
         found = []
-        for line in self.output.splitlines():
+        for line in (self.stdout if self.stdout is not None else self.output).splitlines():
             line = line.strip()
             if line.startswith("{") and f'"{key}"' in line:
                 try:
@@ -115,9 +116,11 @@ class Harness:
                 del launch_env[name]  # only what the test asks for reaches the ranks
         launch_env["ARSHIM_TEST_YIELD_LIB"] = self.yield_lib
         launch_env["ARSHIM_TEST_TIMEOUT"] = str(timeout)
-        proc = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        # Two pipes, not one: Open MPI 5's launcher forwards the ranks' streams in pieces, and ARShim's lines on stderr
+        # landed inside a result line on stdout (seen on Debian 13 in test_internode_ring.py).
+        proc = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               errors="replace", env=launch_env, timeout=timeout + 30)
-        run = Run(command, proc.returncode, proc.stdout)
+        run = Run(command, proc.returncode, proc.stdout + proc.stderr, stdout=proc.stdout)
         if stats and os.path.exists(env["ARSHIM_STATS"]):
             with open(env["ARSHIM_STATS"]) as f:
                 run.stats = json.load(f)

@@ -113,6 +113,12 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+# The chroot's root a mount point of its own first (bound onto itself), so that `ip netns exec` / `ip -n` inside can
+# make / a slave mount (it fails with "mount --make-rslave / failed" otherwise, and the cluster tests skip).
+if ! mountpoint -q "$root"; then
+  mount --bind "$root" "$root"
+  mounts+=("$root")
+fi
 for m in proc sys dev dev/pts dev/shm; do
   mkdir -p "$root/$m"
   mountpoint -q "$root/$m" && continue  # mounted by someone else: theirs to unmount
