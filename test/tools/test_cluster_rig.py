@@ -10,7 +10,7 @@ from arshim.cluster import system as real_system
 from arshim.cluster.jobs import Jobs as Rig
 from cluster_fake import FakeSystem
 
-NSENTER = ["nsenter", "-t", "{anchor}", "-n", "-u", "-m", "-i", "--", "/bin/sh", "-c",
+NSENTER = ["nsenter", "-t", "{anchor}", "-n", "-u", "-m", "-i", "-r", "--", "/bin/sh", "-c",
            'cd "$1" 2>/dev/null || cd /; shift; exec "$@"', "sh", "{cwd}"]
 ANCHOR_SCRIPT = ('hostname "$1" && mount --bind "$2" /etc/hosts && mount -t tmpfs -o mode=1777 tmpfs /dev/shm && '
                  'echo ready && exec sleep infinity')

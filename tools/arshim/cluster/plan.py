@@ -192,8 +192,10 @@ def anchor_command(names, i):
 
 
 def in_host_command(anchor, cwd, argv):
-    """argv run inside a virtual host (all four namespaces of its anchor), in cwd if the host can see it."""
-    return ["nsenter", "-t", str(anchor), "-n", "-u", "-m", "-i", "--", "/bin/sh", "-c",
+    """argv run inside a virtual host (all four namespaces of its anchor), in cwd if the host can see it. `-r`: the
+    anchor's root directory, not its mount namespace's root: entering a mount namespace otherwise leaves a chroot
+    (the rig inside tools/checks/platform.sh's Debian 13 chroot ran the host's files)."""
+    return ["nsenter", "-t", str(anchor), "-n", "-u", "-m", "-i", "-r", "--", "/bin/sh", "-c",
             'cd "$1" 2>/dev/null || cd /; shift; exec "$@"', "sh", cwd] + list(argv)
 
 
