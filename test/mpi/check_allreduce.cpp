@@ -10,7 +10,8 @@
 // Options: --large N (elements of the large case, default 1<<17+3), --quick (fewer counts), --subcomms,
 //          --fallbacks, --cycles N, --in-place-first (each case in place before out of place: a size bucket's
 //          first call, where a path builds its state and tuning starts, is then an in-place one).
-// Env: CHECK_EXPECT_PATH=name (some calls must have taken that path).
+// Env: CHECK_EXPECT_PATH=name (some calls must have taken that path); CHECK_EXPECT_RANKS=n (MPI_COMM_WORLD must have
+//      n ranks: a launcher of another MPI than the one the program loaded starts n singletons of 1 rank each).
 #include <mpi.h>
 
 #include <dlfcn.h>
@@ -540,6 +541,15 @@ int main(int argc, char** argv) {
             std::printf("rank %d: FAIL create/free cycle %d\n", g_world_rank, c);
         }
         MPI_Comm_free(&comm);
+    }
+
+    if (const char* ranks = std::getenv("CHECK_EXPECT_RANKS")) {
+        ++g_cases;
+        if (std::atoi(ranks) != world_size) {
+            ++g_failures;
+            std::printf("rank %d: FAIL MPI_COMM_WORLD has %d rank(s), expected %s (the launcher and the MPI library "
+                        "the program loaded do not belong together?)\n", g_world_rank, world_size, ranks);
+        }
     }
 
     // Interception: every call this rank made went through the shim (when preloaded), and a forced path ran.
