@@ -1,7 +1,9 @@
-// The engine: one MPI_Allreduce, top to bottom. It builds the call's route key once, replays a route this thread
-// cached for the key when it can, and otherwise classifies the call from its MPI handles, asks the router
-// (shim/core/router.h, MPI-free) for its route, runs it (the library, or a path from the run table made from the path
-// rows), runs the modes the route names around it (tuning's report, verify's check), and records the statistics.
+// The engine: one MPI_Allreduce as a line of stages. A call whose key has a route settled in this thread's route
+// cache replays it (replay) and is recorded (record). Any other call is classified (classify_call: its handles are
+// read here, the rest is shim/core/classify.h, MPI-free), its route is looked up (route::look_up, shim/core/router.h,
+// MPI-free: every routing rule, asking the communicator what a rule needs through CommQuestions), run (run: the
+// library, or a path from the run table made from the path rows, with the modes the route names around it: tuning's
+// report, verify's check), recorded (record), and remembered for the next call of its key (remember).
 #include "shim/core/engine.h"
 
 #include <optional>
@@ -9,7 +11,9 @@
 #include "shim/base/device.h"
 #include "shim/base/guard.h"
 #include "shim/base/library_bugs.h"
+#include "shim/core/classify.h"
 #include "shim/core/context.h"
+#include "shim/core/route_cache.h"
 #include "shim/core/router.h"
 #include "shim/core/runtime.h"
 #include "shim/core/simd_ops.h"
@@ -51,120 +55,41 @@ static_assert(std::size(kRunners) == vocab::kPathCount, "one run function per pa
 
 PathOutcome run_path(const Call& call) { return kRunners[static_cast<std::size_t>(call.decision.path())](call); }
 
-// What a call's statistics row needs, and how it ended.
-struct Routed {
-    int rc = MPI_SUCCESS;
-    policy::Path path = policy::Path::native;
-    uint64_t bytes = 0;
-    uint32_t bucket = 0;
-    uint64_t comm_id = 0;  // the communicator's statistics id
-    vocab::DtypeClass dtype = vocab::DtypeClass::other;
-    uint8_t op = vocab::kRowOpOther;
-    vocab::Reason reason = vocab::kServed;           // why the library ran it (kServed: a path did)
-    stats::SharpRun sharp = stats::SharpRun::none;  // how the SHARP path ran it
-    bool replayable = false;  // the next call with the same key may replay this route
-    uint32_t element_size = 0;
-    // A known library bug: the library gets ARShim's SIMD op instead. (No MPI_OP_NULL default: under Open MPI it is
-    // the address of a symbol in libmpi, which a thread-local cache of Routed values could not be constant-initialized
-    // with, and the hot path would pay a TLS initialization check on every call.)
-    bool library_bug = false;
-    MPI_Op library_op{};
-};
-
-int run_library(const CallArgs& args, const Routed& r) {
-    return r.library_bug ? run_native(args, r.library_op) : run_native(args);
-}
-
+// The library runs the call, with `reason` counted (and ARShim's op for a known library bug).
 Routed native_because(const CallArgs& args, vocab::Reason reason, Routed r) {
-    r.rc = run_library(args, r);
+    r.rc = r.library_bug ? run_native(args, r.library_op) : run_native(args);
     r.path = policy::Path::native;
     r.reason = reason;
     return r;
 }
 
-// The route key, built once per call: the handles as integers, the generation of the communicator contexts (a freed
-// communicator's handle may come back for a new one), the count, and whether the buffers alias without MPI_IN_PLACE.
-struct Key {
-    uintptr_t comm, datatype, op;
-    uint64_t generation;
-    int64_t count;
-    bool aliased;
-};
-Key key_of(const CallArgs& args) {
-    return {handle_bits(args.comm), handle_bits(args.datatype), handle_bits(args.op), CommContext::generation(),
-            static_cast<int64_t>(args.count), args.sendbuf == args.recvbuf};
-}
+// ---- the route cache (shim/core/route_cache.h) -------------------------------------------------------------------
 
-// A route this thread took for a key, kept for the next call with the same key: the library's (with the reason to
-// count) or a path's. `cell`: the key's statistics row, also for guessing whether a served call's turn to be timed has
-// come (a loop's calls share it). One cache line: what the fast path reads.
-struct alignas(64) CachedRoute {
-    route::Memo memo;
-    stats::Cell* cell = nullptr;
-    bool served = false;
-    vocab::Reason reason = vocab::kServed;
-
-    bool matches(const Key& k) const {
-        return memo.matches(k.comm, k.datatype, k.op, k.generation, k.count, k.aliased);
-    }
-};
-
-// A served route's resolution, beside its cached route (settled: ctx != nullptr): what the path reads.
-struct Resolution {
-    CommContext* ctx = nullptr;
-    TypeInfo type{};
-    kernels::Op kop{};
-    kernels::BinaryFn binary = nullptr;
-    kernels::NaryFn nary = nullptr;
-    MPI_Op library_op{};  // set with ctx (no MPI_OP_NULL: see Routed)
-    policy::Decision decision;
-    Routed routed;
-};
-
-// This thread's route cache. `library`: the last replayable library route, the only entry the fast path reads (one
-// fixed place: its cost is a few compares, as without the cache). `slot`: a few keys of served routes, each in the
-// slot its handles hash to, so that a loop alternating between keys (a dot product and a convergence check) replays
-// every one of them, with their resolutions beside.
-struct RouteCache {
-    static constexpr unsigned kSlots = 4;
-    CachedRoute library;
-    CachedRoute slot[kSlots];
-    Resolution resolution[kSlots];
-    // The handles' low bits are aligned zeros under Open MPI (addresses) and small indices under MPICH: one shift
-    // and mask spreads both well enough for a handful of keys.
-    static unsigned index(uintptr_t comm, uintptr_t datatype, uintptr_t op) {
-        return static_cast<unsigned>((comm ^ datatype ^ op) >> 4) & (kSlots - 1);
-    }
-    static unsigned index(const Key& k) { return index(k.comm, k.datatype, k.op); }
-};
 // Initial-exec TLS (the library is preloaded): no __tls_get_addr call on the hot path. Every member is constant-
 // initialized (no MPI handle constants as defaults), so no TLS initialization check either.
 thread_local RouteCache t_routes __attribute__((tls_model("initial-exec")));
 
-// Bytes of a call with a derived datatype (only on the library's route, for the statistics).
-uint64_t derived_bytes(const CallArgs& args) {
-    int size = 0;
-    if (PMPI_Type_size(args.datatype, &size) != MPI_SUCCESS || size < 0) return 0;
-    return static_cast<uint64_t>(args.count) * static_cast<uint64_t>(size);
-}
+// ---- replay: a settled route ------------------------------------------------------------------------------------
 
-// The MPI_Op a path hands the library for this call: a known library bug's ARShim op, ARShim's SIMD op where the
-// decision says kernel = simd, else the user's (in the SMPI build with reductions charged, ARShim's op that charges:
-// simd_ops.h charged_library_op).
-MPI_Op library_op_for(const CallArgs& args, kernels::Op kop, const Routed& r, const policy::Decision& d) {
-    if (r.library_bug) return r.library_op;
-    if (d.kernel == policy::KernelChoice::simd)
-        if (const MPI_Op simd = simd_op(kop); simd != MPI_OP_NULL) return simd;
-    return charged_library_op(args.op, args.datatype);
-}
-
-Routed replay_served(const CallArgs& args, Resolution& c) {
-    Routed r = c.routed;
-    r.bytes = static_cast<uint64_t>(args.count) * c.type.size;
-    const Call call{args, *c.ctx, c.type, c.kop, r.bytes, r.bucket, c.binary, c.nary, c.library_op, c.decision};
+// Runs the route settled for the call's key: the library's allreduce with the user's op (`served` null: the library
+// entry; a route with a known library bug is never settled), or the served path with its resolution. A path that
+// declines (its state changed: SHARP disabled after an error) hands the call to the library and unsettles its slot,
+// so that the key's next call is routed again.
+[[gnu::always_inline]] inline Routed replay(const CallArgs& args, const CachedRoute& cached, Resolution* served) {
+    Routed r;
+    if (served == nullptr) {
+        r.rc = library_allreduce(args, args.op);
+        r.row.bytes = static_cast<uint64_t>(args.count) * cached.memo.element_size;
+        r.reason = cached.reason;
+        return r;
+    }
+    r = served->routed;
+    r.row.bytes = static_cast<uint64_t>(args.count) * served->type.size;
+    const Call call{args,           *served->ctx,      served->type, served->kop, r.row.bytes, r.row.bucket,
+                    served->binary, served->nary, served->library_op, served->decision};
     const PathOutcome outcome = run_path(call);
     if (!outcome.served) {
-        c.ctx = nullptr;       // route the next call again: a path's state may have changed
+        served->ctx = nullptr;  // route the next call again: a path's state may have changed
         r.replayable = false;
         return native_because(args, outcome.reason, r);
     }
@@ -173,6 +98,8 @@ Routed replay_served(const CallArgs& args, Resolution& c) {
     r.sharp = outcome.sharp;
     return r;
 }
+
+// ---- classify ---------------------------------------------------------------------------------------------------
 
 // Erroneous calls go to the library untouched so that it reports them with the user's error handler: null handles,
 // a negative count, send and receive buffers aliased without MPI_IN_PLACE (which ARShim's paths would quietly compute),
@@ -184,9 +111,46 @@ bool erroneous(const CallArgs& args) {
            (args.count > 0 && (args.sendbuf == nullptr || args.recvbuf == nullptr));
 }
 
-// Whether a rank of the call's communicator passed a device buffer (shim/base/device.h), agreed by its ranks: one
-// rank's device buffer sends the call to the library on every rank. A failed agreement counts as device memory (the
-// library's call then reports the communicator's trouble).
+// Bytes of a call with a derived datatype (only on the library's route, for the statistics).
+uint64_t derived_bytes(const CallArgs& args) {
+    int size = 0;
+    if (PMPI_Type_size(args.datatype, &size) != MPI_SUCCESS || size < 0) return 0;
+    return static_cast<uint64_t>(args.count) * static_cast<uint64_t>(size);
+}
+
+// Classification's MPI half: what the call's handles say (the (datatype, op) pair's class `cls`, memoized per
+// communicator, and the communicator's context), with the library's answers where the class is not enough (a derived
+// datatype's size, whether a user op commutes). classifier::classify makes the traits and the row of it.
+classifier::Classified classify_call(const CallArgs& args, const CommContext& ctx, const CallClass& cls,
+                                     const Runtime& rt) {
+    classifier::Facts f;
+    f.intercommunicator = ctx.inter;
+    f.comm_size = ctx.size;
+    f.comm_id = ctx.stats_id;
+    f.device_check = ctx.device_check;
+    f.count = static_cast<int64_t>(args.count);
+    f.predefined_type = cls.type.predefined;
+    f.type = cls.type.type;
+    f.element_size = cls.type.size;
+    f.dclass = cls.type.dclass;
+    if (!f.predefined_type) f.derived_bytes = derived_bytes(args);
+    f.kernel_op = cls.has_kernel_op;
+    f.op = cls.kop;
+    f.user_op = cls.user_op;
+    f.supported = cls.supported;
+    f.library_bug = cls.library_bug >= 0 && rt.avoid_library_bugs;
+    if (classifier::asks_commutative(f)) {
+        int commute = 0;
+        PMPI_Op_commutative(args.op, &commute);
+        f.commutative = commute != 0;
+    }
+    return classifier::classify(f);
+}
+
+// ---- look up: what the router may ask ----------------------------------------------------------------------------
+
+// Whether a rank of the call's communicator passed a device buffer (shim/base/device.h), agreed by its ranks. A
+// failed agreement counts as device memory (the library's call then reports the communicator's trouble).
 bool any_device_buffer(const CallArgs& args) {
     const int mine = (args.sendbuf != MPI_IN_PLACE && device::is_device(args.sendbuf)) || device::is_device(args.recvbuf)
                          ? 1
@@ -196,109 +160,72 @@ bool any_device_buffer(const CallArgs& args) {
     return any != 0;
 }
 
-// Classifies the call from its handles, asks the router for its route and runs it. Every input of the route depends
-// only on values identical on all ranks of the communicator, so all ranks route alike.
-template <typename Context>
-Routed route_call(const CallArgs& args, const Key& key, CachedRoute& cached, Resolution& resolved, Context&& context) {
-    if (cached.served && resolved.ctx != nullptr && (args.count == 0 || (args.sendbuf && args.recvbuf)) &&
-        cached.matches(key))
-        return replay_served(args, resolved);
+// The router's questions (route::Questions), answered from the call's communicator context.
+class CommQuestions final : public route::Questions {
+public:
+    CommQuestions(const CallArgs& args, CommContext& ctx, const CallClass& cls, const classifier::Row& row)
+        : args_(args), ctx_(ctx), cls_(cls), row_(row) {}
+
+    bool device_buffers() override { return any_device_buffer(args_); }
+    bool warm() override { return ctx_.warm() || ctx_.count_cold_call(); }
+    const policy::Decision& decision(bool library_bug, bool reproducible) override {
+        return ctx_.decide(row_.bytes, row_.bucket, args_.datatype, args_.op, cls_.type, cls_.kop, library_bug,
+                           reproducible);
+    }
+    KeyBook* book() override { return book_ = &ctx_.book(row_.bucket, cls_.type.type, cls_.kop); }
+    policy::tune::KeyFacts key_facts() override { return tune::key_facts(ctx_, row_.bytes); }
+
+    KeyBook* asked_book() const { return book_; }  // the key's book, when the router asked for it
+
+private:
+    const CallArgs& args_;
+    CommContext& ctx_;
+    const CallClass& cls_;
+    const classifier::Row& row_;
+    KeyBook* book_ = nullptr;
+};
+
+// ---- run ---------------------------------------------------------------------------------------------------------
+
+// The MPI_Op a path hands the library for this call: a known library bug's ARShim op, ARShim's SIMD op where the
+// decision says kernel = simd, else the user's (in the SMPI build with reductions charged, ARShim's op that charges:
+// simd_ops.h charged_library_op).
+MPI_Op library_op_for(const CallArgs& args, kernels::Op kop, const Routed& r, const policy::Decision& d) {
+    if (r.library_bug) return r.library_op;
+    if (d.kernel == policy::KernelChoice::simd)
+        if (const MPI_Op simd = simd_op(kop); simd != MPI_OP_NULL) return simd;
+    return charged_library_op(args.op, args.datatype);
+}
+
+// Runs the route: the library, or the path from the run table with everything it reads resolved once (a Call), and
+// around it the modes the route names: tuning's report of the candidate tried, verify's check. A path that declines
+// hands the call to the library, with its reason. `book`: the key's, when the router asked for it (always when the
+// route tries a candidate or verifies). `settle`: filled with the resolution of a served route the key's next calls
+// may replay.
+Routed run(const CallArgs& args, const route::Route& route, const classifier::Row& row, const CallClass& cls,
+           CommContext& ctx, KeyBook* book, Resolution& settle) {
     Routed r;
-    CommContext* const ctx = context();
-    if (ctx == nullptr || erroneous(args)) {  // (a communicator handle the library rejects has no context)
-        r.rc = run_native(args);
-        return r;
-    }
-    const CallClass cls = ctx->call_class(args.datatype, args.op);
-    r.bytes = cls.type.predefined ? static_cast<uint64_t>(args.count) * cls.type.size : derived_bytes(args);
-    r.bucket = vocab::bucket_of(r.bytes);
-    r.comm_id = ctx->stats_id;
-    r.dtype = cls.type.predefined ? cls.type.dclass : vocab::DtypeClass::derived;
-    r.op = cls.has_kernel_op ? static_cast<uint8_t>(cls.kop) : cls.user_op ? vocab::kRowOpUser : vocab::kRowOpOther;
-    r.element_size = cls.type.size;
-
-    route::Traits traits;
-    traits.intercommunicator = ctx->inter;
-    traits.comm_size = ctx->size;
-    traits.count = key.count;
-    traits.predefined_type = cls.type.predefined;
-    traits.user_op = cls.user_op;
-    traits.supported = cls.supported;
-    traits.dclass = cls.type.dclass;
-    traits.op = cls.kop;
-    traits.bytes = r.bytes;
-    traits.complex_type = cls.type.predefined && vocab::is_complex(cls.type.type);
-    traits.floating_values = cls.type.predefined && vocab::has_floating_values(cls.type.type);
-    if (cls.user_op && !ctx->inter && ctx->size > 1 && args.count != 0 && cls.type.predefined) {
-        int commute = 0;
-        PMPI_Op_commutative(args.op, &commute);
-        traits.commutative = commute != 0;
-    }
-    const Runtime& rt = runtime();
-    // Whether some rank passed device memory, asked (collectively) at most once per call and only in a GPU job.
-    int device = -1;
-    auto device_buffers = [&] {
-        if (device < 0) device = any_device_buffer(args) ? 1 : 0;
-        return device == 1;
-    };
-    if (cls.library_bug >= 0 && rt.avoid_library_bugs) {
-        if (ctx->device_check && (ctx->inter || device_buffers())) {
-            // ARShim's op is host code: a call with device buffers keeps the user's op. (An intercommunicator's
-            // groups cannot agree on that with one allreduce, so in a GPU job its calls always keep it.)
-            if (!ctx->inter) return native_because(args, vocab::Reason::device_memory, r);
-        } else {
-            // Right at every size and on every route: wherever the library reduces, it reduces with ARShim's op.
-            traits.library_bug = true;
-            r.library_bug = true;
-            r.library_op = simd_op(cls.kop);
-            bugs::count(cls.library_bug);
-        }
-    }
-    r.replayable = route::replayable(traits);
-    const Settings& settings = *ctx->settings;
-    if (const vocab::Reason why = route::unservable(traits, settings); why != vocab::kServed)
-        return native_because(args, why, r);
-
-    const bool warm = ctx->warm() || ctx->count_cold_call();
-    const policy::Decision* policy_decision =
-        warm ? &ctx->decide(r.bytes, r.bucket, args.datatype, args.op, cls.type, cls.kop, traits.library_bug,
-                            route::in_rank_order(traits, settings))
-             : nullptr;
-    KeyBook* book = policy_decision != nullptr && route::needs_book(settings, *policy_decision)
-                        ? &ctx->book(r.bucket, cls.type.type, cls.kop)
-                        : nullptr;
-    policy::tune::KeyFacts facts;
-    if (book != nullptr) facts = tune::key_facts(*ctx, r.bytes);
-    const route::Route route = route::choose(traits, settings, warm, policy_decision, book, facts);
+    r.row = row;
     r.replayable = route.replayable;
+    r.library_bug = route.library_bug;
+    if (route.library_bug) r.library_op = simd_op(cls.kop);
 
     const double started = route.candidate >= 0 ? tune::candidate_clock() : 0.0;
     auto report_candidate = [&](bool declined) {
         if (route.candidate < 0) return;
         const double took = tune::candidate_clock() - started;
-        tune::report(*ctx, *book, route.candidate, took, declined, r.bucket, cls.type.dclass, cls.kop,
-                     args.datatype, args.op, r.bytes);
+        tune::report(ctx, *book, route.candidate, took, declined, row.bucket, cls.type.dclass, cls.kop, args.datatype,
+                     args.op, row.bytes);
     };
-    // A call with device buffers is no sample of the key's candidates: its time says nothing of the key's host
-    // calls, and a candidate declined for it would be excluded for good (a key whose first calls carried device
-    // buffers was decided native and stayed so for its host calls). It goes to the library, the exploration waits.
-    if (ctx->device_check && route.candidate >= 0 && device_buffers())
-        return native_because(args, vocab::Reason::device_memory, r);
     if (route.library) {
         Routed routed = native_because(args, route.reason, r);
         report_candidate(false);
         return routed;
     }
-    // A GPU job: ARShim's paths never touch device memory. Served routes are then never replayed, so every served
-    // call is classified (its buffers may change from call to call).
-    if (ctx->device_check) {
-        r.replayable = false;
-        if (device_buffers()) return native_because(args, vocab::Reason::device_memory, r);
-    }
     const kernels::KernelTable& kernels = kernels::active();
     const auto op_index = static_cast<std::size_t>(cls.kop);
     const auto type_index = static_cast<std::size_t>(cls.type.type);
-    const Call call{args, *ctx, cls.type, cls.kop, r.bytes, r.bucket, kernels.binary[op_index][type_index],
+    const Call call{args, ctx, cls.type, cls.kop, row.bytes, row.bucket, kernels.binary[op_index][type_index],
                     kernels.nary[op_index][type_index], library_op_for(args, cls.kop, r, route.decision),
                     route.decision};
     std::optional<verify::Check> check;
@@ -306,8 +233,7 @@ Routed route_call(const CallArgs& args, const Key& key, CachedRoute& cached, Res
     const PathOutcome outcome = run_path(call);
     if (!outcome.served) {
         r.replayable = false;  // a path's state may change (SHARP disabled after an error): route every call
-        Routed routed = native_because(
-            args, route::in_rank_order(traits, settings) ? vocab::Reason::not_reproducible : outcome.reason, r);
+        Routed routed = native_because(args, route::declined(route, outcome.reason), r);
         report_candidate(true);
         return routed;
     }
@@ -315,47 +241,89 @@ Routed route_call(const CallArgs& args, const Key& key, CachedRoute& cached, Res
     r.path = route.decision.path();
     r.sharp = outcome.sharp;
     report_candidate(false);
-    if (check) check->finish(call, outcome.rc, *book, traits.library_bug);
-    if (r.replayable) {
-        cached.memo = {key.comm, key.datatype, key.op, key.generation, r.element_size, r.bucket};
-        cached.served = true;
-        cached.cell = nullptr;  // set once the call is counted
-        resolved = {ctx, call.type, call.kop, call.binary, call.nary, call.library_op, route.decision, r};
-    }
+    if (check) check->finish(call, outcome.rc, *book, route.library_bug);
+    if (r.replayable) settle = {&ctx, call.type, call.kop, call.binary, call.nary, call.library_op, route.decision, r};
     return r;
 }
 
-// Remembers how the call went, for the next one with the same key: a replayable library route with its row, or the
-// row of a served call (for the guess whether to read the clock).
-void remember(RouteCache& cache, const Key& key, const Routed& routed, stats::Cell* cell) {
-    if (routed.path == policy::Path::native) {
-        if (!routed.replayable) return;
-        CachedRoute& c = cache.library;
-        c = CachedRoute{};
-        c.memo = {key.comm, key.datatype, key.op, key.generation, routed.element_size, routed.bucket};
-        c.reason = routed.reason;
-        c.cell = cell;
-        return;
+// A call no settled route replays: classify, look up, run. Every input of the route depends only on values identical
+// on all ranks of the communicator, so all ranks route alike.
+Routed route_call(const CallArgs& args, CommContext* ctx, const Runtime& rt, Resolution& settle) {
+    if (ctx == nullptr || erroneous(args)) {  // (a communicator handle the library rejects has no context)
+        Routed r;
+        r.rc = run_native(args);
+        return r;
     }
-    if (cache.library.matches(key)) cache.library = CachedRoute{};  // never a library replay of a served key
-    const unsigned slot = RouteCache::index(key);
-    CachedRoute& c = cache.slot[slot];
-    if (!c.served || !c.matches(key)) {  // served but not replayable: keep its row for the clock's guess only
-        c = CachedRoute{};
-        cache.resolution[slot].ctx = nullptr;
-        c.memo = {key.comm, key.datatype, key.op, key.generation, routed.element_size, routed.bucket};
-        c.served = true;
-    }
-    c.cell = cell;
+    const CallClass cls = ctx->call_class(args.datatype, args.op);
+    const classifier::Classified classified = classify_call(args, *ctx, cls, rt);
+    CommQuestions questions(args, *ctx, cls, classified.row);
+    const route::Route route = route::look_up(classified.traits, *ctx->settings, questions);
+    if (route.library_bug) bugs::count(cls.library_bug);
+    return run(args, route, classified.row, cls, *ctx, questions.asked_book(), settle);
 }
 
-// Everything but the fast path of allreduce() below: re-entry, disabled, the argument check, routing, statistics.
+// ---- record ------------------------------------------------------------------------------------------------------
+
+// How a call was timed. `wanted`: a log or summary wants times (stats::kTimed); `read`: the clock was read around the
+// call (`ticks`); `not_due`: a replay found its row not due before the call (the row's countdown advances). A time
+// wanted but not read otherwise is the guess that the row, known only once the call is routed, was not due (it
+// stays due if it was after all).
+struct Timing {
+    bool wanted = false;
+    bool read = false;
+    bool not_due = false;
+    bool callsites = false;  // a log lists call sites: a call whose time is used records its own
+    double ticks = 0;
+};
+
+// Counts the call in its statistics row (`cell` when a replay knows it, else found from the row key), with its time
+// when it is the row's turn and its call site when a log lists it. Returns the row (nullptr: the overflow cells).
+[[gnu::always_inline]] inline stats::Cell* record(const CallArgs& args, const Routed& r, stats::Cell* cell,
+                                                  const Timing& t) {
+    if (cell == nullptr) {
+        stats::ThreadCounters& counters = stats::local();
+        const stats::Recorded recorded =
+            stats::record(counters, {r.row.comm_id, r.row.bytes, t.ticks,
+                                     {r.path, r.row.bucket, r.row.dtype, r.row.op, r.reason, r.sharp}, t.read,
+                                     t.wanted && !t.read});
+        if (t.callsites && recorded.weight > 0)
+            callsites::record(counters, args.caller, {r.row.bytes, t.ticks, recorded.weight});
+        return recorded.cell;
+    }
+    if (r.reason != vocab::kServed) ++stats::local().reasons[static_cast<std::size_t>(r.reason)];
+    if (t.read && cell->due()) {
+        const uint64_t weight = cell->sample(r.row.bytes, t.ticks);
+        if (t.callsites) callsites::record(stats::local(), args.caller, {r.row.bytes, t.ticks, weight});
+    } else {
+        cell->pass(r.row.bytes, t.wanted && (t.not_due || t.read || !cell->due()));
+    }
+    return cell;
+}
+
+// A settled route replayed and counted in the row its cache knows, untimed: no time is wanted, or it is not the row's
+// turn (`timed`: times are wanted). A served path that declined is counted in the library's row.
+[[gnu::always_inline]] inline int replay_untimed(const CallArgs& args, const CachedRoute& cached, Resolution* served,
+                                                 stats::Cell* cell, bool timed) {
+    Routed routed;
+    {
+        ReentryGuard guard;
+        routed = replay(args, cached, served);
+    }
+    const bool declined = served != nullptr && routed.path == policy::Path::native;
+    record(args, routed, declined ? nullptr : cell, {timed, false, true});
+    return routed.rc;
+}
+
+// ---- the call ----------------------------------------------------------------------------------------------------
+
+// Everything but the fast path of allreduce() below: re-entry, disabled, the argument check, the replays the fast
+// path leaves (paused, timed), the stages, statistics.
 [[gnu::noinline]] int allreduce_classified(const CallArgs& args) {
-    const Key key = key_of(args);  // built once per call, here: the fast path only compared the handles
+    const Key key = key_of(args);  // again: passing the fast path's would store it on every call
     RouteCache& cache = t_routes;
     const unsigned slot = RouteCache::index(key);
     CachedRoute& library = cache.library;   // the last library route (a replay when it is this key's)
-    CachedRoute& cached = cache.slot[slot];  // this key's served route, when it has one
+    CachedRoute& served = cache.slot[slot];  // this key's served route, when it has one
     Resolution& resolved = cache.resolution[slot];
     if (ReentryGuard::active()) {
         ++stats::local().reentrant;
@@ -388,107 +356,73 @@ void remember(RouteCache& cache, const Key& key, const Routed& routed, stats::Ce
     const uint8_t flags = stats::g_flags.load(std::memory_order_relaxed);
     if (!(flags & stats::kCollect)) {
         ++stats::local().paused;
-        if (library.matches(key)) return run_native(args);
-        const Routed routed = route_call(args, key, cached, resolved, context);
+        if (library.matches(key)) return replay(args, library, nullptr).rc;
+        Resolution settle;  // a served route the stages settled for the key
+        const Routed routed = replays_served(served, resolved, args, key) ? replay(args, served, &resolved)
+                                                                          : route_call(args, context(), rt, settle);
         // Remembered without a cell: a paused call counts nothing, and the next counted call classifies again.
-        remember(cache, key, routed, nullptr);
+        remember(cache, key, routed, nullptr, settle);
         return routed.rc;
     }
-    const bool timed = flags & stats::kTimed;
+    Timing timing{(flags & stats::kTimed) != 0, false, false, (flags & stats::kCallsites) != 0};
     // The timed replay (an untimed one, or one whose turn to be timed has not come, took the fast path in
     // allreduce() unless every call must be classified): same route and row, no classification.
-    if (timed && library.cell != nullptr && library.matches(key)) {
-        stats::Cell& cell = *library.cell;
-        const uint64_t bytes = static_cast<uint64_t>(args.count) * library.memo.element_size;
-        stats::ThreadCounters& counters = stats::local();
-        if (library.reason != vocab::kServed) ++counters.reasons[static_cast<std::size_t>(library.reason)];
-        if (!cell.due()) {
-            cell.pass(bytes, true);
-            return run_native(args);
-        }
-        const uint64_t replay_start = stats::ticks();
-        const int rc = run_native(args);
-        const auto elapsed = static_cast<double>(stats::ticks() - replay_start);
-        const uint64_t weight = cell.sample(bytes, elapsed);
-        if (flags & stats::kCallsites) callsites::record(counters, args.caller, {bytes, elapsed, weight});
-        return rc;
+    if (timing.wanted && library.cell != nullptr && library.matches(key)) {
+        stats::Cell* const cell = library.cell;
+        timing.read = cell->due();
+        timing.not_due = !timing.read;
+        const uint64_t start = timing.read ? stats::ticks() : 0;
+        const Routed routed = replay(args, library, nullptr);
+        if (timing.read) timing.ticks = static_cast<double>(stats::ticks() - start);
+        record(args, routed, cell, timing);
+        return routed.rc;
     }
     // A routed call is timed whenever times are wanted, unless it repeats a served call of this key whose row is not
     // due: its row, and so whether it is the row's turn, is known only once it has been routed (a new row's first
     // calls are timed anyway). The time of a call whose turn it is not is dropped.
-    const bool unclocked = timed && cached.served && cached.cell != nullptr && !cached.cell->due() && cached.matches(key);
-    const bool clocked = timed && !unclocked;
-    const uint64_t start = clocked ? stats::ticks() : 0;
-    const Routed routed = route_call(args, key, cached, resolved, context);
-    const auto elapsed = clocked ? static_cast<double>(stats::ticks() - start) : 0.0;  // ticks, seconds at finalize
-    stats::ThreadCounters& counters = stats::local();
-    const stats::Recorded recorded =
-        stats::record(counters, {routed.comm_id, routed.bytes, elapsed,
-                                 {routed.path, routed.bucket, routed.dtype, routed.op, routed.reason, routed.sharp},
-                                 clocked, unclocked});
-    if ((flags & stats::kCallsites) && recorded.weight > 0)
-        callsites::record(counters, args.caller, {routed.bytes, elapsed, recorded.weight});
-    if (recorded.cell != nullptr) remember(cache, key, routed, recorded.cell);
+    const bool unclocked =
+        timing.wanted && served.served && served.cell != nullptr && !served.cell->due() && served.matches(key);
+    timing.read = timing.wanted && !unclocked;
+    Resolution settle;
+    const uint64_t start = timing.read ? stats::ticks() : 0;
+    const Routed routed = replays_served(served, resolved, args, key) ? replay(args, served, &resolved)
+                                                                      : route_call(args, context(), rt, settle);
+    if (timing.read) timing.ticks = static_cast<double>(stats::ticks() - start);  // ticks, seconds at finalize
+    stats::Cell* const cell = record(args, routed, nullptr, timing);
+    if (cell != nullptr || settle.ctx != nullptr) remember(cache, key, routed, cell, settle);
     return routed.rc;
+}
+
+// The fast path's second half (allreduce() below): a path's route settled in the key's slot (the latency path's small
+// calls are where the instructions around a path count: issue 43). Out of line, so that the library's fast path
+// keeps its registers.
+[[gnu::noinline]] int allreduce_served(const CallArgs& args, bool timed) {
+    const Key key = key_of(args);  // again: passing the caller's would store it on the library's fast path
+    const unsigned slot = RouteCache::index(key);
+    const CachedRoute& served = t_routes.slot[slot];
+    Resolution& resolved = t_routes.resolution[slot];
+    if (stats::Cell* const cell = served.cell;
+        cell != nullptr && replays_served(served, resolved, args, key) && (!timed || !cell->due()))
+        return replay_untimed(args, served, &resolved, cell, timed);
+    return allreduce_classified(args);
 }
 
 }  // namespace
 
 int allreduce(const CallArgs& args) {
-    // Fast path, kept small so that a library-routed call pays only for it: counted, not paused, not re-entrant, not
-    // timed (no log or summary wants times, or it is not this row's turn: ARSHIM_STATS_SAMPLE), and the same
-    // communicator, datatype, op and size bucket as a replayable library route this thread cached. A cached route's
-    // cell is set only after the runtime was ready and not disabled. The handles are compared as they come; the
-    // route key is built only when the call goes further.
-    const CachedRoute& cached = t_routes.library;
+    // Fast path, kept small so that a replayed call pays only for it: counted, not paused, not re-entrant, not timed
+    // (no log or summary wants times, or it is not this row's turn: ARSHIM_STATS_SAMPLE), and the key's route settled
+    // in this thread's route cache with its row. The library's route first, inline here (one fixed entry: its cost is
+    // a few compares); a path's in allreduce_served. A cached route's cell is set only after the runtime was ready and
+    // not disabled.
     const uint8_t flags = stats::g_flags.load(std::memory_order_relaxed);
-    if ((flags & ~(stats::kTimed | stats::kCallsites)) == stats::kCollect && !ReentryGuard::active() &&
-        cached.cell != nullptr &&
-        cached.memo.matches(handle_bits(args.comm), handle_bits(args.datatype), handle_bits(args.op),
-                            CommContext::generation(), static_cast<int64_t>(args.count), args.sendbuf == args.recvbuf)) {
-        stats::Cell& cell = *cached.cell;
+    if ((flags & ~(stats::kTimed | stats::kCallsites)) == stats::kCollect && !ReentryGuard::active()) {
+        const Key key = key_of(args);
         const bool timed = flags & stats::kTimed;
-        if (!timed || !cell.due()) {
-            int rc;
-            {
-                ReentryGuard guard;
-                rc = library_allreduce(args, args.op);
-            }
-            cell.pass(static_cast<uint64_t>(args.count) * cached.memo.element_size, timed);
-            if (cached.reason != vocab::kServed) ++stats::local().reasons[static_cast<std::size_t>(cached.reason)];
-            return rc;
-        }
-    }
-    // The served fast path: the same conditions, and this key's served route settled in its slot (the latency path's
-    // small calls are where the instructions around a path count: issue 43).
-    const uintptr_t comm = handle_bits(args.comm), datatype = handle_bits(args.datatype), op = handle_bits(args.op);
-    const unsigned slot = RouteCache::index(comm, datatype, op);
-    const CachedRoute& served = t_routes.slot[slot];
-    Resolution& resolved = t_routes.resolution[slot];
-    if ((flags & ~(stats::kTimed | stats::kCallsites)) == stats::kCollect && !ReentryGuard::active() &&
-        served.served && served.cell != nullptr && resolved.ctx != nullptr &&
-        (args.count == 0 || (args.sendbuf != nullptr && args.recvbuf != nullptr)) &&
-        served.memo.matches(comm, datatype, op, CommContext::generation(), static_cast<int64_t>(args.count),
-                            args.sendbuf == args.recvbuf)) {
-        stats::Cell& cell = *served.cell;
-        const bool timed = flags & stats::kTimed;
-        if (!timed || !cell.due()) {
-            Routed routed;
-            {
-                ReentryGuard guard;
-                routed = replay_served(args, resolved);
-            }
-            if (routed.path != policy::Path::native) {
-                cell.pass(routed.bytes, timed);
-                return routed.rc;
-            }
-            // The path declined (its state changed): counted as the routed calls are, and routed again next time.
-            stats::record(stats::local(), {routed.comm_id, routed.bytes, 0.0,
-                                           {routed.path, routed.bucket, routed.dtype, routed.op, routed.reason,
-                                            routed.sharp},
-                                           false, timed});
-            return routed.rc;
-        }
+        const CachedRoute& library = t_routes.library;
+        if (stats::Cell* const cell = library.cell; cell != nullptr && library.matches(key) && (!timed || !cell->due()))
+            return replay_untimed(args, library, nullptr, cell, timed);
+        return allreduce_served(args, timed);
     }
     return allreduce_classified(args);
 }

@@ -4,6 +4,19 @@
 
 namespace arshim::route {
 
+namespace {
+
+// A route to the library with `why`, with ARShim's op where the traits say the library computes the call wrong.
+Route to_library(vocab::Reason why, bool replayable, const Traits& t) {
+    Route r;
+    r.reason = why;
+    r.replayable = replayable;
+    r.library_bug = t.library_bug;
+    return r;
+}
+
+}  // namespace
+
 vocab::Reason unservable(const Traits& t, const Settings& s) {
     using vocab::Reason;
     const Reason why = unservable(t);
@@ -60,6 +73,40 @@ Route choose(const Traits& t, const Settings& s, bool warm, const policy::Decisi
             r.verify = true;
         }
     }
+    return r;
+}
+
+Route look_up(const Traits& given, const Settings& s, Questions& ask) {
+    Traits t = given;  // t.library_bug becomes whether the library gets ARShim's op
+    // Asked at most once per call (a collective agreement), and only in a GPU job where a rule needs the answer.
+    int device = -1;
+    auto device_buffers = [&] {
+        if (device < 0) device = ask.device_buffers() ? 1 : 0;
+        return device == 1;
+    };
+    if (t.library_bug && t.device_check && (t.intercommunicator || device_buffers())) {
+        t.library_bug = false;  // ARShim's op is host code: the user's op
+        if (!t.intercommunicator) return to_library(vocab::Reason::device_memory, false, t);
+    }
+    if (const vocab::Reason why = unservable(t, s); why != vocab::kServed) return to_library(why, replayable(t), t);
+
+    const bool warm = ask.warm();
+    const bool rank_order = in_rank_order(t, s);
+    const policy::Decision* policy_decision = warm ? &ask.decision(t.library_bug, rank_order) : nullptr;
+    KeyBook* book = policy_decision != nullptr && needs_book(s, *policy_decision) ? ask.book() : nullptr;
+    Route r = choose(t, s, warm, policy_decision, book, book != nullptr ? ask.key_facts() : policy::tune::KeyFacts{});
+    r.library_bug = t.library_bug;
+    r.in_rank_order = rank_order;
+    if (!t.device_check) return r;
+    // A GPU job. A call with device buffers is no sample of the key's candidates: its time says nothing of the key's
+    // host calls, and a candidate declined for it would be excluded for good (a key whose first calls carried device
+    // buffers was decided native and stayed so for its host calls). It goes to the library; the exploration waits.
+    if (r.candidate >= 0 && device_buffers()) return to_library(vocab::Reason::device_memory, r.replayable, t);
+    if (r.library) return r;
+    // ARShim's paths never touch device memory. Served routes are then never replayed, so that every served call is
+    // classified (its buffers may change from call to call).
+    r.replayable = false;
+    if (device_buffers()) return to_library(vocab::Reason::device_memory, false, t);
     return r;
 }
 

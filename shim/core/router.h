@@ -1,8 +1,10 @@
-// The router: from a call's traits, the communicator's agreed settings and state, the policy's decision and the
-// key's book (verify count, tuning state), the route it takes: the library with a reason, or a path with its decision,
-// whether a tuning candidate is being tried, whether verify mode checks it, and whether the next call of the same key
-// may replay the route. MPI-free, so that every routing rule is unit-tested without mpirun (test/shim/test_router.cpp).
-// shim/core/engine.cpp feeds it what it learned from the MPI handles and runs what it returns; nothing else routes.
+// The router: from a call's traits, the communicator's agreed settings and what it may ask of the communicator (its
+// warmth, the policy's decision, the key's book, whether some rank passed device memory), the route the call takes:
+// the library with a reason (and with ARShim's op for a known library bug), or a path with its decision, whether a
+// tuning candidate is being tried, whether verify mode checks it, and whether the next call of the same key may replay
+// the route. MPI-free, so that every routing rule is unit-tested without mpirun (test/shim/test_router.cpp).
+// shim/core/engine.cpp feeds it what classification learned (shim/core/classify.h), answers its questions and runs
+// what it returns; nothing else routes.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +32,11 @@ struct Traits {
     vocab::DtypeClass dclass = vocab::DtypeClass::other;  // of a predefined type
     kernels::Op op = kernels::Op::sum;                     // of a predefined op
     uint64_t bytes = 0;
-    bool library_bug = false;      // the library computes this (datatype, op) wrong: its reductions use ARShim's op
+    // The library computes this (datatype, op) wrong (policy/library_bugs.h) and the run routes around its bugs. Given
+    // to look_up(), which decides whether the library's reductions then use ARShim's op; what choose() and replayable()
+    // are given is that decision: the library's reductions use ARShim's op.
+    bool library_bug = false;
+    bool device_check = false;     // some rank of the communicator has a GPU runtime: buffers may be device memory
     bool complex_type = false;     // a predefined complex type (its PROD's formula differs between implementations)
     bool floating_values = false;  // IEEE values (vocab::has_floating_values): signed zeros and NaNs
 };
@@ -87,7 +93,7 @@ constexpr bool order_sensitive(const Traits& t) {
     }
 }
 
-// Where a servable call goes.
+// Where a call goes.
 struct Route {
     bool library = true;                        // the library's allreduce runs it, with `reason`
     vocab::Reason reason = vocab::Reason::policy;
@@ -95,6 +101,8 @@ struct Route {
     int candidate = -1;   // online tuning tries candidate `candidate` with this call: time it and report it
     bool verify = false;  // verify mode checks this call against the library's result
     bool replayable = false;  // the next call with the same key may take this route without routing
+    bool library_bug = false;   // wherever the library reduces this call, it gets ARShim's op (a known library bug)
+    bool in_rank_order = false;  // ARSHIM_REPRODUCIBLE covers the call: a path's decline counts as not_reproducible
 };
 
 // The route of a servable call (unservable() said kServed). `warm`: the communicator's layout is known (a cold one's
@@ -103,6 +111,49 @@ struct Route {
 // Updates the book (verify count, tuning state): call it once per call, in call order, on every rank alike.
 Route choose(const Traits& t, const Settings& s, bool warm, const policy::Decision* policy_decision, KeyBook* book,
              const policy::tune::KeyFacts& facts);
+
+// What the router may ask of the call's communicator. Each answer costs a table lookup or a collective call over the
+// communicator, so look_up() asks only when a rule needs the answer, at most once per call, and in an order that
+// depends only on values identical on every rank (every rank asks the same questions, and so makes the same
+// collective calls).
+class Questions {
+public:
+    // Whether some rank of the communicator passed a device buffer (shim/base/device.h), agreed by its ranks: one
+    // rank's device buffer sends the call to the library on every rank. Collective; asked only where some rank has a
+    // GPU runtime (Traits::device_check).
+    virtual bool device_buffers() = 0;
+    // Whether the communicator's layout is known; counts a cold communicator's call (it warms, collectively, at its
+    // ARSHIM_CONTEXT_AFTER-th).
+    virtual bool warm() = 0;
+    // The policy's decision for the call's key (once warm): with the library bug routed around, or reproducible.
+    virtual const policy::Decision& decision(bool library_bug, bool reproducible) = 0;
+    // The key's book (verify count, tuning state); when needs_book() says so.
+    virtual KeyBook* book() = 0;
+    // The tuner's view of the key (with its book).
+    virtual policy::tune::KeyFacts key_facts() = 0;
+
+protected:
+    ~Questions() = default;
+};
+
+// The route of a call the library accepts: every routing rule, in order.
+//  - A known library bug (Traits::library_bug): wherever the library reduces the call it gets ARShim's op, at every
+//    size and on every route; but ARShim's op is host code, so a call with device buffers keeps the user's op and goes
+//    to the library (device_memory). An intercommunicator's groups cannot agree on device buffers with one allreduce:
+//    in a GPU job its calls keep the user's op (and go to the library: intercommunicator).
+//  - unservable(): the reasons the library must serve the call, whatever the policy says.
+//  - The communicator's warmth, the policy's decision and the key's book, asked as needed, then choose().
+//  - A GPU job (Traits::device_check): a served call or a tuning candidate with device buffers goes to the library
+//    (device_memory); served routes are never replayed there (a key's next call may carry other buffers). A call with
+//    device buffers is no sample of the key's candidates: the exploration waits for a host call.
+// Updates the key's book through choose(): call it once per call, in call order, on every rank alike.
+Route look_up(const Traits& t, const Settings& s, Questions& ask);
+
+// The reason to count when the path of `route` declined with `why`: under ARSHIM_REPRODUCIBLE a call the library
+// then serves is not reproducible, whatever the path's own reason.
+constexpr vocab::Reason declined(const Route& route, vocab::Reason why) {
+    return route.in_rank_order ? vocab::Reason::not_reproducible : why;
+}
 
 // Whether choose() needs the key's book for this decision: online tuning may explore it, or verify mode is on.
 bool needs_book(const Settings& s, const policy::Decision& policy_decision);
