@@ -36,7 +36,10 @@ def test_every_configuration_and_size_has_a_figure(harness, tmp_path, extra):
     for (config, size), row in got.items():
         assert float(row["median_us"]) > 0 and row["rounds"] == "2", row
         native = float(got[("native", size)]["median_us"])
-        assert float(row["speedup_vs_native"]) == pytest.approx(native / float(row["median_us"]), rel=0.01), row
+        # The CSV rounds the ratio to 4 decimals: a ratio of 0.0009 (a loaded machine, 5 calls a round) is exact to
+        # 5e-5 at best, not to 1%.
+        assert float(row["speedup_vs_native"]) == pytest.approx(native / float(row["median_us"]), rel=0.01,
+                                                                abs=5e-5), row
     if extra == ["--batch", "20"]:
         assert "time per call in loops of 20 calls" in done.stdout, done.stdout
     for row in rows:  # --paired: each round's ratio to the library's own call in the same launch, else none
