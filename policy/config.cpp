@@ -342,9 +342,10 @@ namespace {
 
 // ARSHIM_* variables that are not settings of the library and are not warned about: what package managers and
 // environment modules set for every package (Spack's and sites' <NAME>_ROOT, _DIR, _HOME, _PREFIX: the Lmod
-// template in tools/packaging sets ARSHIM_ROOT), and the launcher's and the tools' own.
+// template in tools/packaging sets ARSHIM_ROOT), and the launcher's and the tools' own (ARSHIM_SUMMARY_PROGRAM:
+// `arshim report`'s summary formatter, set for the statistics tests, whose ranks inherit it).
 constexpr const char* kNotSettings[] = {"ARSHIM_ROOT", "ARSHIM_DIR", "ARSHIM_HOME", "ARSHIM_PREFIX",
-                                        "ARSHIM_LIB_DIR", "ARSHIM_BUILD_DIR"};
+                                        "ARSHIM_LIB_DIR", "ARSHIM_BUILD_DIR", "ARSHIM_SUMMARY_PROGRAM"};
 
 bool is_setting_name(const std::string& name) {
     if (name.rfind("ARSHIM_", 0) != 0) return false;

@@ -5,7 +5,6 @@ rank's, or device and host alternating on the same key, every call must return t
 call with a device buffer must go to the library with the user's op, and calls with host buffers must still be served.
 
   python3 -m pytest -p arshim_plugin test/device/test_device.py --build BUILD --flavor mpich|openmpi"""
-import json
 import os
 
 import pytest
@@ -23,9 +22,9 @@ def forced(harness, path):
 
 def outcome(run):
     assert run.returncode == 0, run.describe()
-    lines = [l for l in run.output.splitlines() if l.startswith('{"ok"')]
-    assert lines, run.describe()
-    out = json.loads(lines[-1])
+    objects = run.program_objects("ok")
+    assert objects, run.describe()
+    out = objects[-1]
     assert out["ok"], run.describe()
     assert out["op_substituted"] == 0, run.describe()
     return out

@@ -34,20 +34,30 @@ class Run:
         ranks = [rank] if rank is not None else sorted(self.traces or {})
         return [e for r in ranks for e in (self.traces or {}).get(r, []) if e.get("event") == name]
 
-    def program_jsons(self, key):
-        """The program's own JSON lines holding `key`, in output order (test programs print their results as one JSON
-        object on a line of their output, e.g. {"checker": {...}}): each line's value of `key`."""
+    def program_objects(self, first_key):
+        """The program's JSON objects whose first key is `first_key`, in output order (test programs print their results
+        as one JSON object on a line of their output, e.g. {"checker": {...}} or {"ranks": 4, "ok": true, ...})."""
         found = []
+        decoder = json.JSONDecoder()
         for line in (self.stdout if self.stdout is not None else self.output).splitlines():
-            line = line.strip()
-            if line.startswith("{") and f'"{key}"' in line:
+            # Objects found wherever they start, not only at the line's start: Open MPI 5's launcher (PRRTE) writes a
+            # rank's stdout and stderr to one stream in pieces, so a result can sit inside a line of ARShim's. The
+            # search goes on after each object decoded, so objects nested in one are not taken for results.
+            at = line.find('{"')
+            while at >= 0:
                 try:
-                    obj = json.loads(line)
-                except ValueError:
-                    continue  # a line cut by another rank's output is no result
-                if isinstance(obj, dict) and key in obj:
-                    found.append(obj[key])
+                    obj, end = decoder.raw_decode(line, at)
+                except ValueError:  # not JSON, or a result cut by other output: no result
+                    at = line.find('{"', at + 1)
+                    continue
+                if isinstance(obj, dict) and next(iter(obj), None) == first_key:
+                    found.append(obj)
+                at = line.find('{"', end)
         return found
+
+    def program_jsons(self, key):
+        """The program's own JSON lines holding `key` ({"key": value}), in output order: each one's value of `key`."""
+        return [obj[key] for obj in self.program_objects(key)]
 
     def program_json(self, key):
         """The program's last JSON line holding `key`: its value of `key`; None when it printed none."""
@@ -116,8 +126,8 @@ class Harness:
                 del launch_env[name]  # only what the test asks for reaches the ranks
         launch_env["ARSHIM_TEST_YIELD_LIB"] = self.yield_lib
         launch_env["ARSHIM_TEST_TIMEOUT"] = str(timeout)
-        # Two pipes, not one: Open MPI 5's launcher forwards the ranks' streams in pieces, and ARShim's lines on stderr
-        # landed inside a result line on stdout (seen on Debian 13 in test_internode_ring.py).
+        # Two pipes, not one: a launcher may forward the ranks' streams in pieces (Open MPI 5's cut a result line with
+        # ARShim's stderr on Debian 13); program_jsons also finds a result inside another line.
         proc = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               errors="replace", env=launch_env, timeout=timeout + 30)
         run = Run(command, proc.returncode, proc.stdout + proc.stderr, stdout=proc.stdout)

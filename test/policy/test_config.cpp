@@ -143,7 +143,8 @@ TEST_CASE("bad values: one exact line each, and the default stays", "[config]") 
                                   {"ARSHIM_SHM_MAX", "1K"},
                                   {"ARSHIM_SEGMNTS", "4"},
                                   {"ARSHIM_ROOT", "/opt/arshim"},  // set by environment modules: not a setting
-                                  {"ARSHIM_LIB_DIR", "/opt/arshim/lib"}},
+                                  {"ARSHIM_LIB_DIR", "/opt/arshim/lib"},
+                                  {"ARSHIM_SUMMARY_PROGRAM", "/opt/arshim/bin/arshim-stats-summary"}},  // a tool's
                                  &problems);
     const std::vector<std::string> expected = {
         "ARSHIM_WINDOW=\"abc\": expected an integer in [0, 4096]; using the default (0)",

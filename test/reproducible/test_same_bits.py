@@ -5,7 +5,6 @@ the digests of every float and double SUM result (test/reproducible/check_same_b
 the library's wherever the route is the library's.
 
   python3 -m pytest -p arshim_plugin test/reproducible/test_same_bits.py --build BUILD --flavor mpich|openmpi"""
-import json
 
 import pytest
 
@@ -19,9 +18,9 @@ HOOKS = [{"ARSHIMTEST_TUNE_SLOW_NATIVE": "1"}, {"ARSHIMTEST_TUNE_SLOW_LEADERS": 
 
 def result(run):
     assert run.returncode == 0, run.describe()
-    line = [l for l in run.output.splitlines() if l.startswith('{"ranks"')]
-    assert line, run.describe()
-    out = json.loads(line[-1])
+    objects = run.program_objects("ranks")
+    assert objects, run.describe()
+    out = objects[-1]
     assert out["ok"], run.describe()
     return out
 
