@@ -6,7 +6,10 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 
 #include "fake_mpi.h"
@@ -35,3 +38,23 @@ inline void run_world(int ranks, const std::map<std::string, std::string>& env, 
     INFO(fake_mpi::summary(outcomes));
     CHECK(fake_mpi::summary(outcomes).empty());
 }
+
+// A test's files: a fresh private directory (mkdtemp: mode 0700, a new name), removed at the end, and whole-file
+// reads and writes.
+inline std::string temp_dir() {
+    char dir[] = "/tmp/arshim-fake-mpi-XXXXXX";
+    REQUIRE(mkdtemp(dir) != nullptr);
+    return dir;
+}
+inline void remove_dir(const std::string& dir) {
+    std::error_code error;
+    std::filesystem::remove_all(dir, error);
+    REQUIRE(!error);
+}
+inline std::string read_file(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+inline void write_file(const std::string& path, const std::string& text) { std::ofstream(path) << text; }

@@ -15,18 +15,7 @@ namespace {
 
 using nlohmann::json;
 
-std::string temp_dir() {
-    char dir[] = "/tmp/arshim-fake-mpi-XXXXXX";
-    REQUIRE(mkdtemp(dir) != nullptr);
-    return dir;
-}
-void remove_dir(const std::string& dir) { REQUIRE(std::system(("rm -rf '" + dir + "'").c_str()) == 0); }
-json read_log(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream text;
-    text << in.rdbuf();
-    return json::parse(text.str());
-}
+json read_log(const std::string& path) { return json::parse(read_file(path)); }
 
 // n int32 sums through the shim; returns how many elements differ from the test's sum (the fault's count).
 std::size_t wrong_int_sums(fake_mpi::Checks& c, std::size_t n) {

@@ -18,19 +18,6 @@ namespace {
 using fake_checks::check_many;
 using nlohmann::json;
 
-std::string temp_dir() {
-    char dir[] = "/tmp/arshim-fake-mpi-XXXXXX";
-    REQUIRE(mkdtemp(dir) != nullptr);
-    return dir;
-}
-void remove_dir(const std::string& dir) { REQUIRE(std::system(("rm -rf '" + dir + "'").c_str()) == 0); }
-std::string read_file(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
-void write_file(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
 void sum_check(fake_mpi::Checks& c, MPI_Comm comm, std::size_t n, const std::string& what) {
     fake_checks::check_op<double>(c, comm, MPI_DOUBLE, MPI_SUM, n,

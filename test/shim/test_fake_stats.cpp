@@ -16,20 +16,6 @@ namespace {
 
 using nlohmann::json;
 
-// A fresh directory for a test's files.
-std::string temp_dir() {
-    char dir[] = "/tmp/arshim-fake-mpi-XXXXXX";
-    REQUIRE(mkdtemp(dir) != nullptr);
-    return dir;
-}
-void remove_dir(const std::string& dir) { REQUIRE(std::system(("rm -rf '" + dir + "'").c_str()) == 0); }
-
-std::string read_file(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
 
 long long calls_of(const json& array) {
     long long n = 0;

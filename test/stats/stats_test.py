@@ -120,7 +120,7 @@ def timed_per_row(calls, period):
     return first + later, first + later * period
 
 
-def sampling_checks(doc, period, summary_line, rank_docs=(), per_rank=None):
+def sampling_checks(doc, period, rank_docs=(), per_rank=None):
     """Times taken 1 in `period` per row: the log says so, rows time what the period implies (per rank: the rank
     files against the program's own per-rank calls), estimates are plausible, and every call timed when period 1."""
     sampling = doc.get("sampling", {})
@@ -142,11 +142,6 @@ def sampling_checks(doc, period, summary_line, rank_docs=(), per_rank=None):
     if period == 1:
         check(all(r["timed_calls"] == r["calls"] and r["time_s_error"] == 0 for _, rows in tables for r in rows),
               "every call timed: no sampling error")
-        check("every call timed" in (summary_line or ""), "summary: every call timed")
-    elif summary_line is not None:
-        check(f"times sampled 1 in {period} per row after its first {FIRST_TIMED}: "
-              f"{doc['totals']['timed_calls']} calls timed" in summary_line,
-              f"summary: times sampled 1 in {period}, {doc['totals']['timed_calls']} calls timed")
     for rank, rank_doc in enumerate(rank_docs):
         labels = {c["id"]: c["label"] for c in rank_doc["communicators"]}
         got = collections.Counter()
@@ -228,16 +223,17 @@ def case_c(args, variant):
         no_sites = variant in ("c-nosites", "c-bad-sample")
         proc = run(args, [f"ARSHIM_STATS={pattern}"] + variables, [args.program, expect_file], np_)
         check(proc.returncode == 0 and f"stats_program: {np_} ranks done" in proc.stdout, "program succeeded")
-        summary = re.search(r"^arshim\[0\] summary: (\d+) MPI_Allreduce calls on (\d+) ranks.*$", proc.stderr, re.M)
+        # Whether the job printed a summary; what it says is checked as a whole against the log below.
+        summary = any(line.startswith("arshim[0] summary: ") for line in proc.stderr.splitlines())
         if variant == "c-bad-sample":
             lines = [l for l in proc.stderr.splitlines() if "ARSHIM_STATS_SAMPLE" in l]
             want = ('arshim[0] warning: ARSHIM_STATS_SAMPLE="0": expected an integer in [1, 65536]; '
                     f'using the default ({DEFAULT_SAMPLE})')
             check(lines == [want], f"one line for the bad value: {want} (got {lines})")
         if variant == "c-nosites":
-            check(summary is None, "ARSHIM_STATS_SUMMARY=0: no summary")
+            check(not summary, "ARSHIM_STATS_SUMMARY=0: no summary")
         else:
-            check(summary is not None, "summary printed (default on with ARSHIM_STATS)")
+            check(summary, "summary printed (default on with ARSHIM_STATS)")
         files = sorted(glob.glob(os.path.join(tmp, "run*.json")))
         print("files:", [os.path.basename(f) for f in files])
         if variant == "c":
@@ -276,9 +272,7 @@ def case_c(args, variant):
         total_calls = sum(v[0] for v in expected.values())
         total_bytes = sum(v[1] for v in expected.values())
         common_checks(doc, np_, args.flavor, total_calls, total_bytes)
-        if summary:  # a test of the summary line itself: what people read agrees with the log's data
-            check(int(summary.group(1)) == doc["totals"]["calls"] and int(summary.group(2)) == doc["run"]["np"],
-                  f"summary line: {summary.group(1)} calls on {summary.group(2)} ranks, as the log")
+        if summary:  # what people read is the formatter's text of this log (its sentences: test/shim/test_summary.cpp)
             finalize_summary_checks(args, proc.stderr, job_files[0], job_files[0])
         got = log_rows_by_key(doc)
         check(got == dict(expected), "calls and bytes per (communicator, datatype, op, size) equal the program's")
@@ -328,7 +322,7 @@ def case_c(args, variant):
             total_from_ranks += rank_doc["totals"]["calls"]
         check(total_from_ranks == total_calls, "per-rank totals add up to the job total")
         # timing: 1 in `period` calls per row
-        sampling_checks(doc, period, summary.group(0) if summary else None, rank_docs, per_rank)
+        sampling_checks(doc, period, rank_docs, per_rank)
 
         # call sites: recorded on timed calls, each standing for its weight in calls
         if no_sites:
@@ -479,7 +473,7 @@ def case_bad_path(args, per_rank):
                                           for l in lines), "per-rank failures: one line for all ranks")
         else:
             check(len(lines) == 1, f"exactly one line ({len(lines)})")
-        check(re.search(r"^arshim\[0\] summary: \d+ MPI_Allreduce calls", proc.stderr, re.M) is not None,
+        check(any(line.startswith("arshim[0] summary: ") for line in proc.stderr.splitlines()),
               "the summary is still printed")
 
 
