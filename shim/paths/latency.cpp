@@ -167,6 +167,7 @@ PathOutcome serve_latency(const Call& call) {
     std::memcpy(LatencyState::data(mine, bytes), input, bytes);
     charge::copy(bytes);  // the SMPI build's simulated time (shim/base/sim_charge.h); else nothing
     mine->sequence.store(s, std::memory_order_release);
+    node_published();
 
     // This rank's own contribution is read from its input, not from the slot it just wrote: a load from that slot
     // waits until the stores above leave the store buffer, which waits for the line to come back from the ranks that

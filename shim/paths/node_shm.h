@@ -97,11 +97,21 @@ void wake_sleepers(ShmCounter& counter);
 // receives move only while the process is inside MPI). The waits are defined in node_wait.cpp (node_wait_smpi.cpp in
 // the SMPI build).
 void wait_progressing(const std::atomic<uint64_t>& counter, uint64_t target, MPI_Comm comm);
+// Every store a node wait may be waiting for is followed by node_published(). On a real node it is nothing (the
+// waits look at the counter itself, or sleep on its futex: publish_waking). In the SMPI build a rank's wait sleeps
+// in simulated time until a rank of its simulated host publishes, so that it ends exactly then
+// (node_wait_smpi.cpp); a store without it would leave the waiter to the simulation's safety net.
+#if defined(ARSHIM_FLAVOR_SMPI)
+void node_published();
+#else
+inline void node_published() {}
+#endif
 inline void publish_waking(ShmCounter& counter, uint64_t value) {
     // seq_cst store and load: either this load sees a sleeper's registration, or that sleeper's own seq_cst load
     // after registering sees `value` (and the kernel's check of the futex word catches a store in between).
     counter.value.store(value, std::memory_order_seq_cst);
     if (counter.sleepers.load(std::memory_order_seq_cst) != 0) wake_sleepers(counter);
+    node_published();
 }
 
 // A shared-memory domain: the ranks that run the chunk protocol together. The multileader path's domain is always
@@ -246,8 +256,12 @@ int run_shm_protocol(const Call& call, ShmState& state, kernels::NaryFn reduce, 
     bool staged = false;  // this rank's input for the current chunk is in its slot already (copied ahead)
     // Across nodes the waits can be long: waiting ranks may sleep, so every store wakes them (wait_sleeping).
     auto publish = [multinode](ShmCounter& counter, uint64_t value) {
-        if (multinode) publish_waking(counter, value);
-        else counter.value.store(value, std::memory_order_release);
+        if (multinode) {
+            publish_waking(counter, value);
+        } else {
+            counter.value.store(value, std::memory_order_release);
+            node_published();
+        }
     };
     auto wait_for = [multinode, &wait](ShmCounter& counter, uint64_t target) {
         if (multinode) wait_sleeping(counter, target, wait);
@@ -276,6 +290,7 @@ int run_shm_protocol(const Call& call, ShmState& state, kernels::NaryFn reduce, 
             reduce(output + first * element, sources, static_cast<std::size_t>(state.ppn), n);
             charge::nary(n * element, static_cast<std::size_t>(state.ppn));
             state.copied[me].value.store(s, std::memory_order_release);
+            node_published();
             clock.lap(&PhaseTimes::reduce);
             continue;
         }

@@ -470,6 +470,7 @@ PathOutcome run_domain(const Call& call, Level& level, const Plan& plan) {
         update_backoff(level.group, result);
         level.verdict->word.store(result.encode(), std::memory_order_relaxed);
         level.verdict->sequence.store(call_no, std::memory_order_release);
+        node_published();
     } else {
         wait_at_least(level.verdict->sequence, call_no, call.ctx.wait);
         result = CallResult::decode(level.verdict->word.load(std::memory_order_relaxed));
