@@ -22,6 +22,11 @@ bool abi_version_matches(std::string* why);
 inline Library library() { return Library::mpich; }
 #endif
 
+#if defined(ARSHIM_FLAVOR_SMPI)
+// "openmpi" under SMPI's ompi collective selector, else "mpich" (base/flavor_smpi.cpp): the simulated library.
+const char* smpi_selector_flavor();
+#endif
+
 inline const char* library_name(Library l) { return l == Library::openmpi ? "openmpi" : "mpich"; }
 
 }  // namespace arshim

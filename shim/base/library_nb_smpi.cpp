@@ -3,11 +3,17 @@
 // SimGrid 3.32's MPI_Iallreduce follows none of the algorithms its selectors reimplement for the blocking call: every
 // rank sends its whole vector to every other rank (src/smpi/colls/smpi_nbc_impl.cpp), which simulated 3-6x the
 // blocking call at 16 x 1 and 15x at 64 x 1 (docs/scale.md), and it computes in-place calls of 64 KiB or more wrong.
-// Here the non-blocking allreduce is a point-to-point schedule, as a real library's is, with the algorithms MPICH
-// 4.0.2 runs its non-blocking allreduce with: recursive doubling (every step exchanges the whole vector) for calls of
-// at most 2 KiB or fewer elements than the largest power of two of ranks, else Rabenseifner's (a reduce-scatter by
-// recursive halving, then an allgather by recursive doubling). A count of ranks that is not a power of two folds the
-// first 2r ranks in pairs before and hands the result back after (r = ranks - the largest power of two below).
+// Here the non-blocking allreduce is a point-to-point schedule, as a real library's is, with the algorithms of the
+// library the simulation stands for (SMPI's collective selector, base/flavor_smpi.cpp). MPICH 4.0.2: recursive
+// doubling (every step exchanges the whole vector) for calls of at most 2 KiB or fewer elements than the largest power
+// of two of ranks, else Rabenseifner's (a reduce-scatter by recursive halving, then an allgather by recursive
+// doubling). A count of ranks that is not a power of two folds the first 2r ranks in pairs before and hands the result
+// back after (r = ranks - the largest power of two below). Open MPI 4.1's libnbc (nbc_iallreduce.c, under the `ompi`
+// selector): a binomial reduce to rank 0 and a binomial broadcast back (its allred_sched_diss) below 4 ranks, below
+// 64 KiB, or with fewer elements than the largest power of two of ranks; else the same reduce-scatter + allgather.
+// (libnbc also takes the binomial tree for in-place calls; ARShim stages in-place segments on Open MPI so that its
+// calls are not in place there, docs/paths.md, and the SMPI build does not stage them: the rule here is the staged
+// call's.)
 //
 // A schedule runs on a private split of the communicator (made on the first call on it, kept as an attribute), with a
 // tag per call, so it never meets the user's messages or another schedule's. Its steps advance in library_waitall and
@@ -26,6 +32,7 @@
 #include <memory>
 #include <vector>
 
+#include "shim/base/flavor.h"
 #include "shim/base/library_nb.h"
 
 namespace arshim {
@@ -35,6 +42,7 @@ namespace {
 constexpr int kTagBase = 0x4e42;   // on the private communicator only
 constexpr uint32_t kTagSpan = 1u << 14;
 constexpr int kShortBytes = 2048;  // MPICH's MPIR_CVAR_ALLREDUCE_SHORT_MSG_SIZE
+constexpr std::size_t kLibnbcTreeBelow = 65536;  // libnbc: the binomial tree below 64 KiB
 
 // One step: send part of the vector to `peer` and receive from it, then fold what came in (reduce) or keep it.
 struct Step {
@@ -110,11 +118,51 @@ int query_status(void*, MPI_Status* status) {
 int free_nothing(void*) { return MPI_SUCCESS; }
 int cancel_nothing(void*, int) { return MPI_SUCCESS; }
 
-// The steps of this rank (`rank` of `size`) for `count` elements (MPICH's recursive doubling or Rabenseifner).
-std::vector<Step> plan(int rank, int size, int count, std::size_t type_size) {
+// libnbc's binomial tree (Open MPI 4.1 allred_sched_diss): every rank folds in its subtree's vectors (the lower
+// ranks' on the left) and sends the fold to its parent; rank 0 then holds the result and it comes back down the same
+// tree, each rank receiving it from its parent and sending it to its children, nearest last.
+std::vector<Step> plan_binomial(int rank, int size, int count) {
+    std::vector<Step> steps;
+    int mask = 1;
+    for (; mask < size; mask <<= 1) {
+        Step s;
+        if (rank & mask) {  // my subtree is folded: to the parent
+            s.peer = rank - mask;
+            s.send_count = count;
+            steps.push_back(s);
+            break;
+        }
+        if (rank + mask < size) {  // a child's subtree, ranks above mine: on the right
+            s.peer = rank + mask;
+            s.recv_count = count;
+            s.reduce = true;
+            steps.push_back(s);
+        }
+    }
+    if (rank != 0) {  // the result from the parent (the same peer as the reduce phase's last step)
+        Step down;
+        down.peer = rank - mask;
+        down.recv_count = count;
+        steps.push_back(down);
+    }
+    for (mask >>= 1; mask > 0; mask >>= 1) {
+        if (rank + mask >= size) continue;
+        Step s;
+        s.peer = rank + mask;
+        s.send_count = count;
+        steps.push_back(s);
+    }
+    return steps;
+}
+
+// The steps of this rank (`rank` of `size`) for `count` elements: under Open MPI's selector libnbc's binomial tree
+// where it takes it, else MPICH's recursive doubling or Rabenseifner (which libnbc's reduce-scatter + allgather is).
+std::vector<Step> plan(int rank, int size, int count, std::size_t type_size, bool libnbc) {
     std::vector<Step> steps;
     int pof2 = 1;
     while (pof2 * 2 <= size) pof2 *= 2;
+    if (libnbc && (size < 4 || static_cast<std::size_t>(count) * type_size < kLibnbcTreeBelow || count < pof2))
+        return plan_binomial(rank, size, count);
     const int rem = size - pof2;
     // The first 2 rem ranks fold in pairs: the even one sends its vector to the odd one and waits for the result.
     int newrank = rank - rem;
@@ -332,7 +380,8 @@ int library_iallreduce(const void* sendbuf, void* recvbuf, int count, MPI_Dataty
     const std::size_t bytes = static_cast<std::size_t>(count) * static_cast<std::size_t>(s->extent);
     if (sendbuf != MPI_IN_PLACE && count > 0) std::memcpy(recvbuf, sendbuf, bytes);
     if (count > 0 && size > 1) {
-        s->steps = plan(rank, size, count, static_cast<std::size_t>(type_size));
+        static const bool libnbc = std::strcmp(smpi_selector_flavor(), "openmpi") == 0;
+        s->steps = plan(rank, size, count, static_cast<std::size_t>(type_size), libnbc);
         s->scratch.resize(bytes);
     }
     if ((rc = PMPI_Grequest_start(query_status, free_nothing, cancel_nothing, nullptr, &s->handle)) != MPI_SUCCESS)

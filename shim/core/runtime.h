@@ -47,9 +47,6 @@ struct Runtime {
 
 // The MPI flavor this library was built for: "mpich" or "openmpi".
 const char* mpi_flavor();
-#if defined(ARSHIM_FLAVOR_SMPI)
-const char* smpi_selector_flavor();  // "openmpi" under SMPI's ompi selector, else "mpich" (core/flavor_smpi.cpp)
-#endif
 
 // Returns the runtime, initializing it first if needed (thread-safe, runs once).
 // Normally init runs right after PMPI_Init/PMPI_Init_thread returns (after_mpi_init); when the program initialized

@@ -636,7 +636,7 @@ def model_rows(args, sizes, configs, platform):
             for shape in shapes:
                 shape["params"] = model_params(shape["bytes"], args.nodes, args.ppn, **platform)
                 shape["network"] = shape["params"].pop("network")
-        # Each selector's library decides with its own rules, as the SMPI build does (shim/core/flavor_smpi.cpp).
+        # Each selector's library decides with its own rules, as the SMPI build does (shim/base/flavor_smpi.cpp).
         command = [program, "predict", "--shapes", "-"]
         env = {k: v for k, v in os.environ.items() if not k.startswith("ARSHIM_")}
         env.update(settings or {})  # a candidate's parameters (its forced path's prediction reads them)
