@@ -100,7 +100,8 @@ void wait_progressing(const std::atomic<uint64_t>& counter, uint64_t target, MPI
 // Every store a node wait may be waiting for is followed by node_published(). On a real node it is nothing (the
 // waits look at the counter itself, or sleep on its futex: publish_waking). In the SMPI build a rank's wait sleeps
 // in simulated time until a rank of its simulated host publishes, so that it ends exactly then
-// (node_wait_smpi.cpp); a store without it would leave the waiter to the simulation's safety net.
+// (node_wait_smpi.cpp); a store without it would leave the waiter asleep, and the simulation would end in SimGrid's
+// deadlock report.
 #if defined(ARSHIM_FLAVOR_SMPI)
 void node_published();
 #else

@@ -8,9 +8,9 @@
 // host's waiters: each looks at its counter again and sleeps on unless it has its target. A wait therefore ends at
 // the simulated instant of the publish that satisfies it, and a rank waiting 1 ms for the leaders' step across nodes
 // costs the simulation one wake per publish on its node, not one per microsecond. (Until December 2026 the waits
-// slept 10 ns, 20 ns, ... up to 1 us between looks: they ended up to 1 us late, and at 28 ranks per node most of the
-// simulation's events were those looks.) The ranks of a node are the ranks of one simulated host (the node is SMPI's
-// MPI_COMM_TYPE_SHARED group, node_shm.cpp), so a publish and its waiters share a host. A store without
+// slept 10 ns, 20 ns, ... up to 1 us between looks, and ended up to 1 us late.) The ranks of a node are the ranks
+// of one simulated host (the node is SMPI's MPI_COMM_TYPE_SHARED group, node_shm.cpp), so a publish and its waiters
+// share a host. A store without
 // node_published() would leave its waiter asleep: the simulation then ends in SimGrid's "Deadlock detected" (every
 // actor waiting), loudly, never late. (A safety-net timeout was tried: with sg_cond_wait_for SimGrid 3.32 reported a
 // deadlock at start-up from four ranks per host, 2 x 8 and 4 x 4; sg_cond_wait runs them.)
@@ -37,6 +37,8 @@ namespace {
 
 // One per simulated host, made by its first rank to wait or publish and kept for the simulation (every rank of the
 // simulation lives in this one process, so the heap object is the host's, whichever rank's copy of ARShim made it).
+// It is the host's user data (sg_host_set_data): a program that sets its own would clash with it. A host extension
+// would not, but its key is a static, and dlopen privatization gives every rank its own.
 struct HostWaits {
     sg_mutex_t mutex;
     sg_cond_t published;
