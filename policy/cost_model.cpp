@@ -365,6 +365,26 @@ double native_time(const MachineParams& m, const Shape& s, Flavor flavor) {
     return mpich_allreduce(m, s, n).total();
 }
 
+namespace {
+
+// `leaders` (one or `copies` concurrent ones per node) combining n bytes each in the step internode_step_auto picks;
+// the library's with k pieces in flight where k > 1 (the multi-leader path's pipeline_k).
+double internode_cost(const MachineParams& m, const Layout& leaders, double n, double k, Flavor flavor) {
+    switch (internode_step_auto(static_cast<uint32_t>(leaders.nodes()), static_cast<uint64_t>(n),
+                                static_cast<uint32_t>(leaders.copies))) {
+    case InternodeStep::doubling: return recursive_doubling(m, leaders, n).total();
+    case InternodeStep::ring: return ring(m, leaders, n).total();
+    case InternodeStep::library: break;
+    }
+    return k <= 1 ? flat_allreduce(m, leaders, n, flavor).total() : segmented(m, leaders, n / k, k, n / k, k, flavor);
+}
+
+}  // namespace
+
+double internode_time(const MachineParams& m, int nodes, uint64_t bytes, Flavor flavor) {
+    return internode_cost(m, Layout{nodes, 1, 1}, static_cast<double>(bytes), 1, flavor);
+}
+
 double pipelined_time(const MachineParams& m, const Shape& s, const PipelinedParams& d, Flavor flavor) {
     const double n = static_cast<double>(s.bytes);
     // Listing 1 (fixed segment size, the last segment takes the remainder) wins over Listing 2 (a fixed count of
@@ -407,17 +427,9 @@ double multileader_time(const MachineParams& m, const Shape& s, const Multileade
     // T_comm: l concurrent allreduces of n / l bytes among the nodes' leader j, each a library allreduce (Eq. 7 takes
     // recursive doubling; seed 001 §6 notes the library picks otherwise, so the flavor's own choice is used). With
     // k pieces (DPML-Pipelined, Eq. 5: lg h (a k + n b / l + n c / l)) they are k MPI_Iallreduce calls in flight.
-    double comm = 0;
-    // Where the shim takes ARShim's ring instead (a node count that is not a power of two), seed 000 Table 1 RNG
-    // among the leaders; the model does not cut the call into chunks, so a partition is n / l.
-    if (s.nodes > 1) {
-        const Layout leaders{s.nodes, 1, l};
-        if (internode_ring_auto(static_cast<uint32_t>(s.nodes), static_cast<uint64_t>(n / l)))
-            comm = ring(m, leaders, n / l).total();
-        else
-            comm = k <= 1 ? flat_allreduce(m, leaders, n / l, flavor).total()
-                          : segmented(m, leaders, n / l / k, k, n / l / k, k, flavor);
-    }
+    // Where the shim takes ARShim's own step instead (internode_step_auto): its ring (seed 000 Table 1 RNG; the model
+    // does not cut the call into chunks, so a partition is n / l) or its recursive doubling (Table 1 RDB).
+    const double comm = s.nodes > 1 ? internode_cost(m, Layout{s.nodes, 1, l}, n / l, k, flavor) : 0;
     return copies + comp + comm;
 }
 

@@ -45,6 +45,26 @@ inline bool internode_ring_auto(uint32_t nodes, uint64_t partition_bytes) {
     return (nodes & (nodes - 1)) != 0 && nodes <= kInternodeRingMaxNodes && partition_bytes >= kInternodeRingMinBytes;
 }
 
+// The inter-node step a partition takes (shim/paths/internode.h).
+enum class InternodeStep : uint8_t { library, ring, doubling };
+// ARSHIM_INTERNODE=auto takes ARShim's recursive doubling while a node sends at most this many bytes per exchange
+// (its partition times the leaders of the node that send theirs at once): log2 h latencies, where MPICH 4.0.2's
+// blocking allreduce takes 2 log2 h from 16 bytes (reduce-scatter + allgather once the count reaches the power of
+// two) and Open MPI 4.1's 2 log2 h in a row from 256 ranks (a reduce, then a broadcast). Sending the whole vector
+// log2 h times costs more bytes than those algorithms' 2n, which pays while the node's n stays below about its link's
+// latency-bandwidth product (alpha / beta: ~12 KB on an EDR link, docs/scale.md): 4 KiB, the latency path's largest
+// vector, stays below it. Counted per node, not per leader: sixteen leaders of 4 KiB each share one link, and
+// there the library's fewer bytes won (the cost model at 16-1 024 nodes x 28 on `edr`, 64 KiB: 1.3-2.5x).
+inline constexpr uint64_t kInternodeDoublingMaxBytes = 4096;
+// ARSHIM_INTERNODE=auto for `leaders` concurrent partitions of `partition_bytes` per node: the ring where
+// internode_ring_auto says so, doubling for small ones, else the library.
+inline InternodeStep internode_step_auto(uint32_t nodes, uint64_t partition_bytes, uint32_t leaders = 1) {
+    if (nodes < 2) return InternodeStep::library;
+    if (internode_ring_auto(nodes, partition_bytes)) return InternodeStep::ring;
+    if (partition_bytes * (leaders > 0 ? leaders : 1) <= kInternodeDoublingMaxBytes) return InternodeStep::doubling;
+    return InternodeStep::library;
+}
+
 // The node shared-memory protocol on one node (shim/paths/node_shm.h): whether a call of `bytes` on `ppn` ranks is
 // reduced by every rank from all slots (one wait per chunk) instead of by the leaders (two waits, and a copy out).
 // Every rank then reads and reduces ppn x bytes, the node ppn^2 x bytes, against ~3 x ppn x bytes with the leaders,

@@ -51,4 +51,8 @@ struct Shape {
 // they come from).
 double native_time(const MachineParams& m, const Shape& shape, Flavor flavor);
 
+// One rank per node of `nodes` combining `bytes` in the inter-node step ARSHIM_INTERNODE=auto takes for them
+// (internode_step_auto, policy/cost_model.h): ARShim's recursive doubling or ring, or the library's allreduce.
+double internode_time(const MachineParams& m, int nodes, uint64_t bytes, Flavor flavor);
+
 }  // namespace arshim::policy::model

@@ -18,8 +18,8 @@ namespace arshim {
 
 // ARSHIM_REPRODUCIBLE (docs/reproducible.md).
 enum class ReproducibleMode : uint8_t { off, layout, any_np };
-// ARSHIM_INTERNODE: how the multi-leader path's leaders reduce across nodes.
-enum class InternodeMode : uint8_t { automatic, library, ring };
+// ARSHIM_INTERNODE: how the latency and multi-leader paths' leaders reduce across nodes (shim/paths/internode.h).
+enum class InternodeMode : uint8_t { automatic, library, ring, doubling };
 // ARSHIM_SHARP.
 enum class SharpMode : uint8_t { automatic, on, off };
 

@@ -11,9 +11,10 @@
 //   one node: wait for every slot's sequence >= s (acquire), reduce all slots in node-rank order into recvbuf. Every
 //     rank computes the result itself, with the same kernel over the same slots in the same order: the same bits on
 //     every rank, and no broadcast step;
-//   several nodes: node rank 0 waits for the slots, reduces them into recvbuf, runs the library's allreduce among the
-//     nodes' rank 0s, copies the result into the result slot and publishes it (waking sleepers: that wait can be
-//     long); the others wait for it and copy it out.
+//   several nodes: node rank 0 waits for the slots, reduces them into recvbuf, combines it with the other nodes' rank
+//     0s (ARShim's recursive doubling, or the library's allreduce: shim/paths/internode.h), copies the result into
+//     the result slot and publishes it (waking sleepers: that wait can be long); the others wait for it and copy it
+//     out. With one rank on every node there is no window: the rank is its node's rank 0.
 // Reuse is safe with two buffers: a rank writes its slot of buffer s % 2 for call s after it finished call s-1, for
 // which it saw every rank's slot (one node) or the result (several nodes) of s-1; every rank published s-1 only after
 // finishing s-2, the previous call that used the buffer, so nobody still reads the slot or the result being
@@ -26,6 +27,7 @@
 #include "policy/paths/latency.h"
 #include "shim/base/log.h"
 #include "shim/base/mpi_util.h"
+#include "shim/paths/internode.h"
 #include "shim/paths/node_shm.h"
 #include "shim/paths/paths.h"
 #include "shim/stats/trace.h"
@@ -60,6 +62,7 @@ struct LatencyState : PathState {
     uint64_t wait_mask = ~uint64_t{0};    // a wait is for sequence s & wait_mask (a test hook may make it 0)
     uint64_t buffer_mask = kBuffers - 1;  // call s uses buffer s & buffer_mask (a test hook may make it 0)
     MPI_Comm leaders = MPI_COMM_NULL;  // several nodes: node rank 0 of every node (MPI_COMM_NULL on the others)
+    char* scratch = nullptr;   // several nodes, node rank 0: room for the inter-node step (a vector, kPayloadBytes)
     bool failed = false;        // could not be made (agreed): the path declines on this communicator for good
     // The context's wait policy, kept beside the slots: the call reaches it from the state it holds anyway (through
     // the context, the served call paid 5 instructions more: callgrind, issue 55).
@@ -75,6 +78,7 @@ struct LatencyState : PathState {
     ~LatencyState() override {
         release_shared(&segment);
         if (leaders != MPI_COMM_NULL) PMPI_Comm_free(&leaders);
+        delete[] scratch;
     }
 };
 
@@ -99,13 +103,16 @@ LatencyState* latency_state(PathContext& ctx, vocab::Reason* reason) {
         *reason = vocab::Reason::comm_limit;
         return nullptr;
     }
-    const MPI_Comm node = ctx.node_communicator();
-    int ok = node != MPI_COMM_NULL && shares_memory(ctx, node, ctx.node_size) ? 1 : 0;
+    // With one rank on every node (identical on every rank) there is nothing to share: no window, every rank is its
+    // node's rank 0 and goes straight to the inter-node step.
+    const bool window = ctx.ppn_max > 1 || ctx.node_count == 1;
+    const MPI_Comm node = window ? ctx.node_communicator() : MPI_COMM_NULL;
+    int ok = !window || (node != MPI_COMM_NULL && shares_memory(ctx, node, ctx.node_size)) ? 1 : 0;
     std::string why;
     state->ppn = ctx.node_size;
     const std::size_t bytes = kCacheLine + static_cast<std::size_t>(kBuffers) * (ctx.node_size + 1) * kSlotBytes;
     char* base = nullptr;
-    if (ok) {
+    if (ok && window) {
         PMPI_Comm_set_errhandler(node, MPI_ERRORS_RETURN);  // errors come back, agreed below
         base = allocate_shared(node, ctx.node_rank == 0, bytes, &state->segment, &why);  // zero-filled
         if (base != nullptr && ctx.node_rank == 0) new (base) ShmCounter{{0}, {0}};  // sequence numbers start at 0
@@ -114,6 +121,8 @@ LatencyState* latency_state(PathContext& ctx, vocab::Reason* reason) {
     if (ok && ctx.node_count > 1) {
         const int rc = comm_split_twice(ctx.comm, ctx.node_rank == 0 ? 0 : MPI_UNDEFINED, ctx.rank, &state->leaders);
         if (rc != MPI_SUCCESS) ok = 0;
+        if (ctx.node_rank == 0) state->scratch = new (std::nothrow) char[kPayloadBytes];
+        if (ctx.node_rank == 0 && state->scratch == nullptr) ok = 0;
     }
     // Everyone agrees before anyone uses the window; the allreduce also orders rank 0's initialization before every
     // rank's first access.
@@ -131,12 +140,16 @@ LatencyState* latency_state(PathContext& ctx, vocab::Reason* reason) {
         }
         release_shared(&state->segment);
         if (state->leaders != MPI_COMM_NULL) PMPI_Comm_free(&state->leaders);
+        delete[] state->scratch;
+        state->scratch = nullptr;
         state->failed = true;
         *reason = vocab::Reason::shm_unavailable;
         return nullptr;
     }
-    state->result = reinterpret_cast<ShmCounter*>(base);
-    state->slots = base + kCacheLine;
+    if (window) {
+        state->result = reinterpret_cast<ShmCounter*>(base);
+        state->slots = base + kCacheLine;
+    }
     const int fault = arshim_test_latency_fault != nullptr ? arshim_test_latency_fault() : 0;
     if (fault == 1) state->wait_mask = 0;
     if (fault == 2) state->buffer_mask = 0;
@@ -163,11 +176,13 @@ PathOutcome serve_latency(const Call& call) {
     const void* input = call.args.sendbuf == MPI_IN_PLACE ? call.args.recvbuf : call.args.sendbuf;
     char* const output = static_cast<char*>(call.args.recvbuf);
 
-    SlotHeader* const mine = state->header(buffer, me);
-    std::memcpy(LatencyState::data(mine, bytes), input, bytes);
-    charge::copy(bytes);  // the SMPI build's simulated time (shim/base/sim_charge.h); else nothing
-    mine->sequence.store(s, std::memory_order_release);
-    node_published();
+    if (ppn > 1 || ctx.node_count == 1) {  // (a node of one rank among several nodes has no slot to fill)
+        SlotHeader* const mine = state->header(buffer, me);
+        std::memcpy(LatencyState::data(mine, bytes), input, bytes);
+        charge::copy(bytes);  // the SMPI build's simulated time (shim/base/sim_charge.h); else nothing
+        mine->sequence.store(s, std::memory_order_release);
+        node_published();
+    }
 
     // This rank's own contribution is read from its input, not from the slot it just wrote: a load from that slot
     // waits until the stores above leave the store buffer, which waits for the line to come back from the ranks that
@@ -191,17 +206,21 @@ PathOutcome serve_latency(const Call& call) {
         reduce_node();
         return PathOutcome::done(MPI_SUCCESS);
     }
-    SlotHeader* const result = state->header(buffer, ppn);
     int rc = MPI_SUCCESS;
     if (me == 0) {
         if (ppn > 1) reduce_node();
-        else {
+        else if (input != output) {
             std::memcpy(output, input, bytes);
             charge::copy(bytes);
         }
-        rc = PMPI_Allreduce(MPI_IN_PLACE, output, static_cast<int>(count), call.args.datatype, call.library_op,
-                            state->leaders);
+        PhaseClock clock(state->wait);  // ARSHIM_PHASE_TIMES only
+        clock.chunk();
+        const InternodeStep step = internode_step(ctx.settings->internode, ctx.node_count, bytes);
+        count_internode_step(state->wait, step);
+        rc = run_internode_step(step, output, count, call, state->leaders, state->scratch);
+        clock.lap(&PhaseTimes::internode);
         if (ppn > 1) {
+            SlotHeader* const result = state->header(buffer, ppn);
             // On an error the node still completes the call (nobody hangs), and the others get the error too.
             std::memcpy(LatencyState::data(result, bytes), output, bytes);
             charge::copy(bytes);
@@ -209,6 +228,7 @@ PathOutcome serve_latency(const Call& call) {
             publish_waking(*state->result, s);
         }
     } else {
+        SlotHeader* const result = state->header(buffer, ppn);
         wait_sleeping(*state->result, s, state->wait);
         std::memcpy(output, LatencyState::data(result, bytes), bytes);
         charge::copy(bytes);

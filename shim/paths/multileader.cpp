@@ -10,6 +10,7 @@
 #include "shim/base/library_nb.h"
 #include "shim/base/mpi_util.h"
 #include "shim/base/sim_charge.h"
+#include "shim/paths/internode.h"
 #include "shim/paths/node_shm.h"
 #include "shim/paths/paths.h"
 
@@ -35,46 +36,6 @@ int internode_allreduce(void* data, std::size_t count, const Call& call, MPI_Com
     }
     const int wait_rc = library_waitall(posted, requests);
     return rc != MPI_SUCCESS ? rc : wait_rc;
-}
-
-// ARShim's ring among the leader communicator's h members (one per node): a reduce-scatter then an allgather, h-1
-// steps each, so every node sends and receives 2(h-1)/h of the partition, the bandwidth bound, for any h. MPICH
-// 4.0.2's allreduce meets a count of ranks that is not a power of two with a step that sends the whole vector to a
-// partner first and returns the result after, so the partner's link carries about twice the bound's bytes in
-// sequential phases and that step runs far from the bound where a power of two runs near it
-// (docs/cluster.md "Three nodes"). Block b is reduced along the ring in a fixed order and then copied to every
-// member, so every rank gets the same bits, call after call. `scratch` holds one block.
-int ring_allreduce(char* data, std::size_t count, const Call& call, MPI_Comm comm, char* scratch) {
-    constexpr int kTag = 0x4152;  // the leader communicators are ARShim's own: no user message can match
-    int h = 1, r = 0;
-    PMPI_Comm_size(comm, &h);
-    PMPI_Comm_rank(comm, &r);
-    const std::size_t element = call.type.size;
-    const auto first = [&](int b) { return count * static_cast<std::size_t>(b) / static_cast<std::size_t>(h); };
-    const auto length = [&](int b) { return static_cast<int>(first(b + 1) - first(b)); };
-    const int right = (r + 1) % h, left = (r + h - 1) % h;
-    MPI_Datatype type = call.args.datatype;
-    // Reduce-scatter: at step k, send block r-k (reduced by k+1 members so far), receive block r-k-1 and add ours.
-    // After h-1 steps this rank holds block r+1 reduced over every member.
-    for (int k = 0; k + 1 < h; ++k) {
-        const int send = (r - k + h) % h, recv = (r - k - 1 + 2 * h) % h;
-        const int rc = PMPI_Sendrecv(data + first(send) * element, length(send), type, right, kTag, scratch,
-                                     length(recv), type, left, kTag, comm, MPI_STATUS_IGNORE);
-        if (rc != MPI_SUCCESS) return rc;
-        char* block = data + first(recv) * element;
-        const void* sources[2] = {block, scratch};
-        call.nary(block, sources, 2, static_cast<std::size_t>(length(recv)));
-        charge::reduce(static_cast<std::size_t>(length(recv)) * element);  // the SMPI build's (sim_charge.h)
-    }
-    // Allgather: pass the reduced blocks on around the ring, each received straight into its place.
-    for (int k = 0; k + 1 < h; ++k) {
-        const int send = (r + 1 - k + h) % h, recv = (r - k + h) % h;
-        const int rc = PMPI_Sendrecv(data + first(send) * element, length(send), type, right, kTag,
-                                     data + first(recv) * element, length(recv), type, left, kTag, comm,
-                                     MPI_STATUS_IGNORE);
-        if (rc != MPI_SUCCESS) return rc;
-    }
-    return MPI_SUCCESS;
 }
 
 // One rank per node (ppn 1 on every node): no node phase, so the node window is not built (node_shm() declines),
@@ -123,7 +84,7 @@ PathOutcome run_one_rank_ring(const Call& call) {
     for (std::size_t first = 0; first < count; first += chunk) {
         const int rc = ring_allreduce(data + first * element, std::min(chunk, count - first), call, ring.comm,
                                       ring.scratch.data());
-        if (ctx.wait.phase_times) ++g_phase_times.internode_steps, ++g_phase_times.ring_steps;
+        count_internode_step(ctx.wait, InternodeStep::ring);
         clock.chunk();
         clock.lap(&PhaseTimes::internode);
         if (rc != MPI_SUCCESS) return PathOutcome::done(rc);
@@ -133,20 +94,11 @@ PathOutcome run_one_rank_ring(const Call& call) {
 
 }  // namespace
 
-bool internode_takes_ring(InternodeMode mode, int nodes, uint64_t partition_bytes) {
-    switch (mode) {
-    case InternodeMode::ring: return true;
-    case InternodeMode::library: return false;
-    case InternodeMode::automatic: break;
-    }
-    return policy::model::internode_ring_auto(static_cast<uint32_t>(nodes), partition_bytes);
-}
-
 PathOutcome serve_multileader(const Call& call) {
     PathContext& ctx = call.ctx;
     // Decided on values identical on every rank (layout, size, settings), so every rank takes the same branch.
     if (ctx.ppn_max == 1 && ctx.node_count > 1 && call.nary != nullptr &&
-        internode_takes_ring(ctx.settings->internode, ctx.node_count, call.bytes))
+        internode_step(ctx.settings->internode, ctx.node_count, call.bytes) == InternodeStep::ring)
         return run_one_rank_ring(call);
     vocab::Reason reason = vocab::Reason::path_unavailable;
     ShmState* state = node_shm(ctx, call.bytes, &reason);
@@ -160,10 +112,11 @@ PathOutcome serve_multileader(const Call& call) {
     if (ctx.node_count > 1 && !node_leader_comm(ctx, leaders, &leader_comm))
         return PathOutcome::decline(vocab::Reason::path_unavailable);
     const int rc = run_node_protocol(call, *state, call.nary, leaders, [&](void* data, std::size_t count, void* scratch) {
-        const bool ring = internode_takes_ring(call.ctx.settings->internode, call.ctx.node_count, count * call.type.size);
-        if (call.ctx.wait.phase_times) ++g_phase_times.internode_steps, g_phase_times.ring_steps += ring ? 1 : 0;
-        if (ring) return ring_allreduce(static_cast<char*>(data), count, call, leader_comm, static_cast<char*>(scratch));
-        return internode_allreduce(data, count, call, leader_comm);
+        const InternodeStep step =
+            internode_step(call.ctx.settings->internode, call.ctx.node_count, count * call.type.size, leaders);
+        count_internode_step(call.ctx.wait, step);
+        if (step == InternodeStep::library) return internode_allreduce(data, count, call, leader_comm);
+        return run_internode_step(step, static_cast<char*>(data), count, call, leader_comm, static_cast<char*>(scratch));
     });
     return PathOutcome::done(rc);
 }

@@ -207,12 +207,20 @@ bool node_leader_comm(PathContext& ctx, int leaders, MPI_Comm* out);
 struct PhaseTimes {
     double copy_in = 0, wait_inputs = 0, reduce = 0, internode = 0, wait_results = 0, copy_out = 0;
     uint64_t chunks = 0, calls = 0;
-    uint64_t internode_steps = 0, ring_steps = 0;  // the multileader path's inter-node steps, and those on its ring
+    // The latency and multi-leader paths' inter-node steps, and those on ARShim's ring and recursive doubling.
+    uint64_t internode_steps = 0, ring_steps = 0, doubling_steps = 0;
     uint64_t sleeps = 0;                           // waits that went to sleep (wait_sleeping)
 };
 extern PhaseTimes g_phase_times;  // the calling threads' sums (a debug aid: unsynchronized across threads)
 // Prints this rank's sums ("arshim[R] phases: ..."), if it spent time in the protocol.
 void report_phase_times(int world_rank);
+// Counts one inter-node step taken as `step` (ARSHIM_PHASE_TIMES only).
+inline void count_internode_step(const WaitPolicy& wait, policy::model::InternodeStep step) {
+    if (!wait.phase_times) return;
+    ++g_phase_times.internode_steps;
+    g_phase_times.ring_steps += step == policy::model::InternodeStep::ring ? 1 : 0;
+    g_phase_times.doubling_steps += step == policy::model::InternodeStep::doubling ? 1 : 0;
+}
 
 class PhaseClock {
 public:

@@ -14,9 +14,4 @@ namespace arshim {
 ARSHIM_PATH_ROWS(ARSHIM_PATH_SERVE)
 #undef ARSHIM_PATH_SERVE
 
-// Whether the multi-leader path's leaders of `nodes` nodes take ARShim's ring for a partition of `partition_bytes`
-// (ARSHIM_INTERNODE, `mode`; auto: policy::model::internode_ring_auto). Identical on every leader: the node count, the
-// setting and the partition's size are. The node window sizes its chunk by it (node_shm.cpp).
-bool internode_takes_ring(InternodeMode mode, int nodes, uint64_t partition_bytes);
-
 }  // namespace arshim

@@ -1177,6 +1177,11 @@ int PMPI_Recv(void* buf, int count, MPI_Datatype datatype, int source, int tag, 
     const int rc = PMPI_Irecv(buf, count, datatype, source, tag, comm, &request);
     return rc != MPI_SUCCESS ? rc : PMPI_Wait(&request, status);
 }
+int PMPI_Send(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
+    MPI_Request request;
+    const int rc = PMPI_Isend(buf, count, datatype, dest, tag, comm, &request);
+    return rc != MPI_SUCCESS ? rc : PMPI_Wait(&request, MPI_STATUS_IGNORE);
+}
 int PMPI_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void* recvbuf,
                   int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status* status) {
     MPI_Request send;

@@ -229,11 +229,13 @@ TEST_CASE("seed 004 Eq. 1 and overlap with computation", "[model]") {
 // pieces among the nodes' leaders) straddle a switch are skipped; so are those where MPICH's blocking allreduce
 // among the node roots leaves recursive doubling (count >= pof2).
 bool straddles_iallreduce_switch(const Decision& d, Flavor flavor, const Shape& s, uint64_t a, uint64_t b) {
-    // The multi-leader path's inter-node step moves to ARShim's ring at a partition size (internode_ring_auto): the
-    // call can get faster there, as at the libraries' own switches.
+    // The multi-leader path's inter-node step moves from ARShim's recursive doubling to the library above 4 KiB and
+    // to ARShim's ring at a partition size (internode_step_auto): the call can get faster there, as at the libraries'
+    // own switches (where the network's latency is small against its bandwidth, as on hand()'s 10 us and 100 MB/s,
+    // the whole vector sent log2 h times costs more than the library's 2 n well before 4 KiB).
     if (d.path() == Path::multileader && s.nodes > 1 && s.ppn > 1) {
         const uint64_t l = std::min<uint64_t>(param(d, "leaders"), s.ppn);
-        if (internode_ring_auto(s.nodes, a / l) != internode_ring_auto(s.nodes, b / l)) return true;
+        if (internode_step_auto(s.nodes, a / l, l) != internode_step_auto(s.nodes, b / l, l)) return true;
     }
     uint64_t sa = 0, sb = 0, p = 1;
     if (d.path() == Path::pipelined) {
@@ -354,4 +356,24 @@ TEST_CASE("the model ranks paths plausibly", "[model]") {
     // Rabenseifner already has all ppn ranks of a node on the network at once, so there the model sees no such win.)
     const Shape wide{64 * kMiB, 8, 4};
     CHECK(predict(m, wide, multileader(4, 1), Flavor::mpich) < predict(m, wide, Decision{}, Flavor::mpich));
+}
+
+TEST_CASE("small vectors and partitions across nodes: ARShim's recursive doubling", "[model]") {
+    // The shim's rule (ARSHIM_INTERNODE=auto, shim/paths/internode.cpp), shared with the model.
+    CHECK(internode_step_auto(2, 8) == InternodeStep::doubling);
+    CHECK(internode_step_auto(1024, kInternodeDoublingMaxBytes) == InternodeStep::doubling);
+    CHECK(internode_step_auto(1024, kInternodeDoublingMaxBytes + 1) == InternodeStep::library);
+    CHECK(internode_step_auto(3, 64 * 1024) == InternodeStep::ring);  // the ring's rule first
+    CHECK(internode_step_auto(1, 8) == InternodeStep::library);       // one node: no step
+    CHECK(internode_step_auto(16, 4096, 16) == InternodeStep::library);  // 16 leaders: 64 KiB leave the node
+    CHECK(internode_step_auto(16, 256, 16) == InternodeStep::doubling);
+    // The latency path at 4 nodes x 1, 8 B: the input copied (8 B at 1 ns) and two exchanges of alpha + 8 * 10 ns,
+    // each reducing 8 B at 0.5 ns: 8e-9 + 2 * 1.0084e-5 = 2.0176e-5, under either library (its own allreduce is not
+    // asked).
+    const Decision latency = decision_for(Path::latency);
+    CHECK(predict(hand(), Shape{8, 1, 4}, latency, Flavor::mpich) == Approx(2.0176e-5));
+    CHECK(predict(hand(), Shape{8, 1, 4}, latency, Flavor::openmpi) == Approx(2.0176e-5));
+    // At 256 nodes x 1 Open MPI's own takes a reduce then a broadcast (2 x 8 steps), the doubling 8 steps.
+    CHECK(predict(hand(), Shape{8, 1, 256}, latency, Flavor::openmpi) <
+          0.6 * native_time(hand(), Shape{8, 1, 256}, Flavor::openmpi));
 }

@@ -2,13 +2,15 @@
  * orders of summation, at sizes that the built-in policy sends to ARShim's paths and to the library; prints one JSON
  * line on rank 0 with a 64-bit FNV-1a digest of every result bit, per size and type and in all:
  *
- *   check_same_bits [--calls N] [--minmax]   (40 calls by default: enough for online tuning to decide every key)
+ *   check_same_bits [--calls N] [--minmax [--agree-up-to BYTES]]   (40 calls by default: enough for online tuning to
+ *                                                                    decide every key)
  *   {"ranks": 4, "digest": "...", "keys": {"float 8": "...", ...}}
  *
  * --minmax (issue 56 item 1): MPI_MAX and MPI_MIN instead, over values whose result bits depend on the operand order:
  * -0 on even ranks and +0 on odd ranks, a NaN (payload 0x1234...) on rank 0 and another (payload 0x4321...) on the
  * last rank against numbers; keys "float max 8", ... The digest covers every rank's result (the library's own ranks
- * may differ from each other there: not an error; a rerun must give the same bits on every rank).
+ * may differ from each other there: not an error; a rerun must give the same bits on every rank). --agree-up-to BYTES:
+ * every rank must get the same bits for the sizes up to BYTES too (a route that promises it: exit 1 otherwise).
  *
  * Every rank must get the same bits (checked here: exit 1 otherwise), and every result must lie within the
  * reassociation bound of the exact sum (checked against a long double sum of the same values: exit 1 otherwise). The
@@ -54,7 +56,8 @@ static double minmax_value(int r, int size, long i, int call, int is_float, int 
     }
 }
 
-static int run_minmax(int rank, int size, int calls) {
+static int run_minmax(int rank, int size, int calls, long agree_up_to) {
+    int bad = 0;
     const long sizes[] = {8, 64, 1024, 16384, 262144, 1048576};
     const int nsizes = (int)(sizeof sizes / sizeof sizes[0]);
     uint64_t all = 1469598103934665603ull;
@@ -90,6 +93,14 @@ static int run_minmax(int rank, int size, int calls) {
                 /* every rank's bits, in rank order */
                 uint64_t *every = malloc(sizeof(uint64_t) * (size_t)size);
                 MPI_Allgather(&h, 1, MPI_UINT64_T, every, 1, MPI_UINT64_T, MPI_COMM_WORLD);
+                for (int r = 1; r < size && sizes[s] <= agree_up_to; ++r)
+                    if (every[r] != every[0]) {
+                        if (rank == 0)
+                            fprintf(stderr, "check_same_bits: ranks 0 and %d differ at %s %s %ld B\n", r,
+                                    is_float ? "float" : "double", o == 0 ? "max" : "min", sizes[s]);
+                        ++bad;
+                        break;
+                    }
                 h = fnv(1469598103934665603ull, every, sizeof(uint64_t) * (size_t)size);
                 free(every);
                 all = fnv(all, &h, sizeof h);
@@ -102,10 +113,10 @@ static int run_minmax(int rank, int size, int calls) {
             }
         }
     if (rank == 0)
-        printf("{\"ranks\": %d, \"ok\": true, \"digest\": \"%016llx\", \"keys\": {%s}}\n", size,
-               (unsigned long long)all, keys);
+        printf("{\"ranks\": %d, \"ok\": %s, \"digest\": \"%016llx\", \"keys\": {%s}}\n", size,
+               bad ? "false" : "true", (unsigned long long)all, keys);
     MPI_Finalize();
-    return 0;
+    return bad ? 1 : 0;
 }
 
 int main(int argc, char **argv) {
@@ -114,11 +125,13 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     int minmax = 0;
+    long agree_up_to = 0;
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--calls") && i + 1 < argc) calls = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--minmax")) minmax = 1;
+        else if (!strcmp(argv[i], "--agree-up-to") && i + 1 < argc) agree_up_to = atol(argv[++i]);
     }
-    if (minmax) return run_minmax(rank, size, calls);
+    if (minmax) return run_minmax(rank, size, calls, agree_up_to);
     const long sizes[] = {8, 64, 1024, 16384, 262144, 1048576};
     const int nsizes = (int)(sizeof sizes / sizeof sizes[0]);
     uint64_t all = 1469598103934665603ull;

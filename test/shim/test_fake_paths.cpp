@@ -64,9 +64,14 @@ TEST_CASE("fake MPI: the multileader path, one node and 2 x 2", "[fake-mpi][path
     forced("multileader", {3, "2"}, {1000});  // nodes of 2 and 1: ppn not uniform
 }
 
-TEST_CASE("fake MPI: the latency path, one node and 2 x 2", "[fake-mpi][paths]") {
+TEST_CASE("fake MPI: the latency path, one node, 2 x 2, 3 x 2 and 5 x 1", "[fake-mpi][paths]") {
     forced("latency", {4, ""}, {7, 1, 100});
     forced("latency", {4, "2"}, {7, 100});
+    // ARShim's recursive doubling among the nodes' rank 0s: 3 nodes (one folded in and out), and one rank per node
+    // on 5 (no node window), on 2 the library's allreduce forced
+    forced("latency", {6, "2"}, {7, 100});
+    forced("latency", {5, "1"}, {7, 1, 100});
+    forced("latency", {2, "1"}, {7, 100}, {{"ARSHIM_INTERNODE", "library"}});
 }
 
 TEST_CASE("fake MPI: the reproducible path, one node, 2 x 2 and 3 + 1", "[fake-mpi][paths]") {

@@ -25,10 +25,11 @@ def test_candidates_of_layouts():
     assert list(by_name(4, 2)) == ["multileader-l1", "multileader-l2", "multileader-l4", "latency", "pipelined-one",
                                    "pipelined-64K", "pipelined-256K", "pipelined-1M"]
     assert list(by_name(16, 1))[:4] == ["multileader-l1", "multileader-l2", "multileader-l4", "multileader-l8"]
-    assert list(by_name(1, 3)) == ["multileader-ring", "pipelined-one", "pipelined-64K", "pipelined-256K",
+    assert list(by_name(1, 3)) == ["multileader-ring", "latency", "pipelined-one", "pipelined-64K", "pipelined-256K",
                                    "pipelined-1M"]
     assert "multileader-ring" not in by_name(1, 4) and "multileader-ring" not in by_name(1, 8)
-    assert "latency" not in by_name(1, 4)  # node slots need several ranks per node
+    # One rank per node: the latency path is ARShim's recursive doubling among the nodes, a candidate of its own
+    assert "latency" in by_name(1, 4)
     seg = by_name(2, 2)["pipelined-256K"]
     assert seg[3] == 256 << 10 and seg[4] is None  # from one segment (the spec's sensible_at)
 
@@ -39,10 +40,10 @@ def test_limits_come_from_the_file(monkeypatch):
     assert limits["latency"][4] == cand.PATHS["latency"]["max_bytes"] - 1
     assert by_name(1, 5)["multileader-ring"][3] == cand.RING["min_bytes"]
     # A spec that changed: the candidates follow the file's facts, not a copy here.
-    paths["latency"]["ranks_per_node"] = "any"
+    paths["latency"]["ranks_per_node"] = "several"
     monkeypatch.setattr(cand, "PATHS", paths)
     monkeypatch.setattr(cand, "RING", {"nodes": [3], "min_bytes": 1 << 20})
-    assert "latency" in by_name(1, 4)
+    assert "latency" not in by_name(1, 4)
     assert "multileader-ring" not in by_name(1, 5)
     assert by_name(1, 3)["multileader-ring"][3] == 1 << 20
 

@@ -465,9 +465,10 @@ def test_candidates_keyword_follows_the_layout():
                     "arshim-pipelined-1M-ompi"]
     both = simulate.parse_configs("candidates", ppn=4, nodes=16)
     assert len(both) == 16 and {c.rsplit("-", 1)[1] for c in both} == {"mpich", "ompi"}
-    # One rank per node on 3 nodes: ARShim's ring is a candidate; no multi-leader with several leaders.
+    # One rank per node on 3 nodes: ARShim's ring is a candidate, and the latency path (ARShim's recursive doubling
+    # among the nodes); no multi-leader with several leaders.
     three = simulate.parse_configs("candidates-mpich", ppn=1, nodes=3)
-    assert three[0] == "arshim-multileader-ring-mpich" and not any("-l2-" in c or "latency" in c for c in three)
+    assert three[:2] == ["arshim-multileader-ring-mpich", "arshim-latency-mpich"] and not any("-l2-" in c for c in three)
     # A candidate of another layout is refused, naming this layout's.
     with pytest.raises(simulate.SimulateError, match=r"unknown arshim-multileader-l8-ompi on 16 x 4.*multileader-l4"):
         simulate.parse_configs("arshim-multileader-l8-ompi", ppn=4, nodes=16)

@@ -117,6 +117,9 @@ def configurations(flavor, np_, names, compare_lib=""):
         "multileader-l1": (True, {"ARSHIM_PATH": "multileader", "ARSHIM_LEADERS": "1"}, []),
         # The latency path (calls up to 4 KiB; larger ones go to the library: docs/paths.md "The latency path").
         "latency": (True, {"ARSHIM_PATH": "latency"}, []),
+        # Its inter-node step forced to the library's allreduce (the plain `latency` takes auto: ARShim's recursive
+        # doubling, docs/scale.md "Small calls at hundreds of nodes")
+        "latency-library": (True, {"ARSHIM_PATH": "latency", "ARSHIM_INTERNODE": "library"}, []),
         "multileader-l2": (True, {"ARSHIM_PATH": "multileader", "ARSHIM_LEADERS": "2"}, []),
         "multileader-lppn": (True, {"ARSHIM_PATH": "multileader", "ARSHIM_LEADERS": str(np_)}, []),
         "multileader-l2-k4": (True, {"ARSHIM_PATH": "multileader", "ARSHIM_LEADERS": "2",
