@@ -36,6 +36,8 @@
 // instead of two (a slot reused by the next call while a slower rank may still read it); either must make
 // test/mpi/check_sequence fail.
 extern "C" int arshim_test_latency_fault() __attribute__((weak, visibility("hidden")));
+// Tests only: nonzero fails this rank's window (ARSHIMTEST_FAIL_SHM, kernel_fault.cpp), as node_shm.cpp's.
+extern "C" int arshim_test_fail_shm() __attribute__((weak, visibility("hidden")));
 
 namespace arshim {
 
@@ -118,11 +120,15 @@ LatencyState* latency_state(PathContext& ctx, vocab::Reason* reason) {
         if (base != nullptr && ctx.node_rank == 0) new (base) ShmCounter{{0}, {0}};  // sequence numbers start at 0
         ok = base != nullptr;
     }
-    if (ok && ctx.node_count > 1) {
+    if (arshim_test_fail_shm != nullptr && arshim_test_fail_shm()) ok = 0;
+    // The split is collective over the whole communicator: every rank makes it, whatever its node's window did (a
+    // node whose window failed skipped it once, and the other nodes waited in it for ever: a node of ranks that do
+    // not share memory under ARSHIM_VIRTUAL_PPN, in the SMPI build's test with nodes straddling hosts).
+    if (ctx.node_count > 1) {
         const int rc = comm_split_twice(ctx.comm, ctx.node_rank == 0 ? 0 : MPI_UNDEFINED, ctx.rank, &state->leaders);
         if (rc != MPI_SUCCESS) ok = 0;
-        if (ctx.node_rank == 0) state->scratch = new (std::nothrow) char[kPayloadBytes];
-        if (ctx.node_rank == 0 && state->scratch == nullptr) ok = 0;
+        if (ok && ctx.node_rank == 0) state->scratch = new (std::nothrow) char[kPayloadBytes];
+        if (ok && ctx.node_rank == 0 && state->scratch == nullptr) ok = 0;
     }
     // Everyone agrees before anyone uses the window; the allreduce also orders rank 0's initialization before every
     // rank's first access.

@@ -63,3 +63,16 @@ def test_the_sequence_check_sees_a_missing_wait(harness):
                            "ARSHIMTEST_LATENCY_FAULT": "no-wait"}, trace=False, timeout=200)
     assert wrong(run) > 0, run.describe()
     assert run.returncode != 0
+
+
+@pytest.mark.parametrize("np_, ppn", [(4, "2"), (4, "1"), (5, "2")], ids=["2x2", "4x1", "2+2+1"])
+def test_a_window_that_fails_on_one_rank_is_agreed_not_a_hang(harness, np_, ppn):
+    """World rank 0's window fails (a test hook, ARSHIMTEST_FAIL_SHM=rank:0) while every other rank's is made: the
+    path must decline on every rank alike, with nobody left in a collective the others skipped (the leaders' split
+    once was skipped by a node whose window had failed, and the other nodes waited in it for ever), and the calls go
+    to the library with right sums."""
+    run = harness.run(np_, harness.program(PROGRAM), args=[200, 3], shim=harness.shim("faulty"),
+                      env={"ARSHIM_PATH": "latency", "ARSHIM_VIRTUAL_PPN": ppn, "ARSHIMTEST_KERNEL_FAULT": "none",
+                           "ARSHIMTEST_FAIL_SHM": "rank:0"}, stats=True, trace=False, timeout=120)
+    assert run.returncode == 0 and wrong(run) == 0, run.describe()
+    assert latency_calls(run) == 0, run.stats["paths"]

@@ -21,10 +21,14 @@
 //                                 SLOW_SEGMENTS=B the multi-leader path with L leaders, the pipelined path with B-byte
 //                                 segments): online tuning can be made to decide either way;
 //   ARSHIMTEST_FAIL_SHM=1         every node shared-memory window fails to build (paths that need one decline);
+//   ARSHIMTEST_FAIL_SHM=rank:R    only world rank R's (its node's other ranks build theirs: the failure must be
+//                                 agreed, never a collective some ranks skip; test/mpi/test_latency.py);
 //   ARSHIMTEST_SEGMENT_NAME=/n    node segments are created at this name, not a random one (a test plants there);
 //   ARSHIMTEST_LATENCY_FAULT=no-wait  the latency path without its waits for the other ranks' slots, and
 //                                 =one-buffer with one buffer of slots instead of two (test/mpi/check_sequence must
 //                                 fail).
+#include <mpi.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -162,7 +166,13 @@ extern "C" __attribute__((visibility("hidden"))) long arshim_test_sleep_timeout_
 
 extern "C" __attribute__((visibility("hidden"))) int arshim_test_fail_shm() {
     const char* fail = std::getenv("ARSHIMTEST_FAIL_SHM");
-    return fail != nullptr && std::strcmp(fail, "1") == 0;
+    if (fail == nullptr) return 0;
+    if (std::strncmp(fail, "rank:", 5) == 0) {
+        int rank = -1;
+        PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        return rank == std::atoi(fail + 5);
+    }
+    return std::strcmp(fail, "1") == 0;
 }
 
 extern "C" __attribute__((visibility("hidden"))) int arshim_test_latency_fault() {
