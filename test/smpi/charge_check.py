@@ -39,7 +39,7 @@ def main():
 
     def run(probe, selector="mpich", **settings):
         env = {k: v for k, v in os.environ.items() if not k.startswith("ARSHIM_")}
-        env.update({k: str(v) for k, v in settings.items()}, GLIBC_TUNABLES=simulate.TUNABLES, TMPDIR=work)
+        env.update({k: str(v) for k, v in settings.items()}, GLIBC_TUNABLES=simulate.tunables(16), TMPDIR=work)
         done = subprocess.run([smpirun, "-np", "2", "-platform", platform, "-hostfile", hostfile,
                                "--cfg=smpi/simulate-computation:no", f"--cfg=smpi/coll-selector:{selector}",
                                "--log=root.thres:critical", probe, "--iterations", "3", str(BYTES)],

@@ -26,7 +26,7 @@ def main():
     with open(hostfile, "w") as f:
         f.write(simulate.hostfile_text(2, 2))
     env = {k: v for k, v in os.environ.items() if not k.startswith("ARSHIM_")}
-    env.update(ARSHIM_TUNE="online", ARSHIM_STATS_SUMMARY="1", GLIBC_TUNABLES=simulate.TUNABLES, TMPDIR=work)
+    env.update(ARSHIM_TUNE="online", ARSHIM_STATS_SUMMARY="1", GLIBC_TUNABLES=simulate.tunables(16), TMPDIR=work)
     done = subprocess.run([smpirun, "-np", "4", "-platform", platform, "-hostfile", hostfile,
                            "--cfg=smpi/coll-selector:ompi", "--log=root.thres:critical", probe, "--iterations", "30",
                            "65536"], env=env, cwd=work, capture_output=True, text=True, timeout=300)

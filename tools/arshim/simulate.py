@@ -79,8 +79,17 @@ MAX_CSV_BYTES = 64 << 20
 MAX_SIZE = 8 << 30
 MAX_TIMEOUT_S = 7 * 86400
 CORE_SPEED = "10Gf"  # per core; SMPI's default smpi/host-speed makes host compute almost free (docs/scale.md)
-# Each rank's copy of the program needs its own static TLS block (ARShim's initial-exec thread_locals).
-TUNABLES = "glibc.rtld.optional_static_tls=2097152"
+# Each rank's copy of the program needs its own static TLS block (ARShim's initial-exec thread_locals: 1 752 bytes
+# in December 2026), from glibc's surplus, which is set before the simulation starts. A fixed 2 MiB held about 1 170
+# copies: from 1 792 ranks (64 x 28) the dlopen of a rank's copy failed ("cannot allocate memory in static TLS
+# block"). The surplus is reserved once, in the simulator's one thread: 4 KiB a rank costs 112 MiB at 28 672 ranks.
+TLS_PER_RANK = 4096
+TLS_MIN = 2 << 20
+
+
+def tunables(ranks):
+    """GLIBC_TUNABLES for a simulation of `ranks` ranks."""
+    return f"glibc.rtld.optional_static_tls={max(TLS_MIN, ranks * TLS_PER_RANK)}"
 # Within a host, messages take the host's loopback link (the generator's defaults).
 LOOPBACK_GBYTES = 20.0
 LOOPBACK_LATENCY_US = 0.2
@@ -590,7 +599,7 @@ def run_probe(args, selector, with_arshim, settings, sizes, ranks, platform, hos
         raise SimulateError(f"no probe program for {what} ({probe or 'not built'}): build ARShim with -Dsmpi "
                             "(meson compile -C build) and run `arshim simulate` from the build or installation")
     probe = os.path.abspath(probe)  # smpirun runs in the work directory
-    env = dict(os.environ, TMPDIR=workdir, GLIBC_TUNABLES=TUNABLES)
+    env = dict(os.environ, TMPDIR=workdir, GLIBC_TUNABLES=tunables(ranks))
     for name in [n for n in env if n.startswith("ARSHIM_")]:
         del env[name]
     env.update(settings)
