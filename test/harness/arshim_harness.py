@@ -105,6 +105,24 @@ class Harness:
         """A test program of this flavor: relative to the build directory, "-<flavor>" appended."""
         return os.path.join(self.build, f"{relative}-{self.flavor}")
 
+    def check_internode_steps(self, name, np, path, ppn, settings, args, kind, taken):
+        """test/mpi/check_allreduce on `np` ranks in virtual nodes of `ppn`, `path` forced, with `settings`: every
+        result right, some inter-node step counted (ARSHIM_PHASE_TIMES' "phases" events, summed over every rank), and
+        some (`taken`) or none of them counted as `kind` ("ring_steps", "doubling_steps")."""
+        env = {"CHECK_FLAVOR": self.flavor, "CHECK_EXPECT_SHIM": 1, "CHECK_NO_LIBRARY_BUGS": 1,
+               "CHECK_EXPECT_PATH": path, "ARSHIM_PATH": path, "ARSHIM_VIRTUAL_PPN": ppn, "ARSHIM_PHASE_TIMES": 1,
+               **settings}
+        run = self.run(np, self.program("test/mpi/check_allreduce"), args=args, env=env, timeout=300)
+        assert run.returncode == 0, run.describe()
+        out = run.program_json("check_allreduce")
+        assert out is not None and out["ranks"] == np and out["checks"] > 0 and out["failures"] == 0, run.describe()
+        steps, counted = run.trace_totals("phases", "internode_steps"), run.trace_totals("phases", kind)
+        assert steps > 0, f"{name}: no inter-node step counted: {run.events('phases')}"
+        if taken:
+            assert counted > 0, f"{name}: no inter-node step counted as {kind} ({steps} steps)"
+        else:
+            assert counted == 0, f"{name}: {counted} of {steps} inter-node steps counted as {kind}"
+
     def run(self, np, program, args=(), env=None, shim=True, stats=False, trace=True, timeout=240, directory=None):
         """Runs `program` on `np` ranks. `env`: ARSHIM_* and other variables for every rank. `stats`: ask for the
         statistics log and return it parsed and validated. `trace`: ask for every rank's trace. `shim`: True (this

@@ -15,7 +15,6 @@ trace event counts the steps that took it:
   python3 -m pytest -p arshim_plugin test/mpi/test_internode_doubling.py --build BUILD --flavor mpich|openmpi"""
 import pytest
 
-CHECK = "test/mpi/check_allreduce"
 SAME_BITS = "test/reproducible/check_same_bits"
 QUICK = ["--quick", "--large", 1021]  # the large case within the latency path's 4 KiB for 4-byte types
 
@@ -37,19 +36,7 @@ CASES = {
 @pytest.mark.parametrize("name", list(CASES))
 def test_results_are_right_and_steps_take_the_doubling_where_expected(harness, name):
     np, ppn, path, settings, args, doubling = CASES[name]
-    env = {"CHECK_FLAVOR": harness.flavor, "CHECK_EXPECT_SHIM": 1, "CHECK_NO_LIBRARY_BUGS": 1,
-           "CHECK_EXPECT_PATH": path, "ARSHIM_PATH": path, "ARSHIM_VIRTUAL_PPN": ppn, "ARSHIM_PHASE_TIMES": 1,
-           **settings}
-    run = harness.run(np, harness.program(CHECK), args=args, env=env, timeout=300)
-    assert run.returncode == 0, run.describe()
-    out = run.program_json("check_allreduce")
-    assert out is not None and out["ranks"] == np and out["checks"] > 0 and out["failures"] == 0, run.describe()
-    steps, doublings = run.trace_totals("phases", "internode_steps"), run.trace_totals("phases", "doubling_steps")
-    assert steps > 0, f"{name}: no inter-node step counted: {run.events('phases')}"
-    if doubling:
-        assert doublings > 0, f"{name}: no inter-node step took the doubling ({steps} steps)"
-    else:
-        assert doublings == 0, f"{name}: {doublings} of {steps} inter-node steps took the doubling"
+    harness.check_internode_steps(name, np, path, ppn, settings, args, "doubling_steps", doubling)
 
 
 def same_bits(run):

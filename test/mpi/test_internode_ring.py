@@ -12,7 +12,6 @@ sub-communicators) on virtual nodes of 2 ranks, multi-leader forced, with ARSHIM
   python3 -m pytest -p arshim_plugin test/mpi/test_internode_ring.py --build BUILD --flavor mpich|openmpi"""
 import pytest
 
-PROGRAM = "test/mpi/check_allreduce"
 LARGE = ["--quick", "--large", 300007]
 
 # name: np, ranks per node, whether steps take the ring, settings, program arguments
@@ -44,17 +43,4 @@ CASES = {
 @pytest.mark.parametrize("name", list(CASES))
 def test_internode_steps_take_the_ring_where_expected(harness, name):
     np, ppn, ring, settings, args = CASES[name]
-    env = {"CHECK_FLAVOR": harness.flavor, "CHECK_EXPECT_SHIM": 1, "CHECK_NO_LIBRARY_BUGS": 1,
-           "CHECK_EXPECT_PATH": "multileader", "ARSHIM_PATH": "multileader", "ARSHIM_VIRTUAL_PPN": ppn,
-           "ARSHIM_PHASE_TIMES": 1, **settings}
-    run = harness.run(np, harness.program(PROGRAM), args=args, env=env, timeout=300)
-    assert run.returncode == 0, run.describe()
-    out = run.program_json("check_allreduce")
-    assert out is not None and out["ranks"] == np and out["checks"] > 0 and out["failures"] == 0, run.describe()
-    # Summed over every rank's phases (only leaders make inter-node steps).
-    steps, rings = run.trace_totals("phases", "internode_steps"), run.trace_totals("phases", "ring_steps")
-    assert steps > 0, f"{name}: no inter-node step counted: {run.events('phases')}"
-    if ring:
-        assert rings > 0, f"{name}: no inter-node step took the ring ({steps} steps)"
-    else:
-        assert rings == 0, f"{name}: {rings} of {steps} inter-node steps took the ring"
+    harness.check_internode_steps(name, np, "multileader", ppn, settings, args, "ring_steps", ring)
