@@ -19,8 +19,10 @@
 #   CANDIDATES    layouts where every forced option runs too (candidates-mpich,candidates-ompi; default "16x4 16x16")
 #   TUNE          layouts `arshim tune --simulate` tunes on, per network and library, then simulated with the tuned
 #                 table before the built-in one (arshim-tuned-*; default "16x4"): goal 3 for the tuner
-#   TUNE_BUDGET   the tuner's --budget (5m, its default: at 16 x 4 on this machine a candidate took about 100 s of wall
-#                 time, so 5 minutes measured 2 of its 12; give 40m for all of them)
+#   TUNE_BUDGET   the tuner's --budget (5m, its default; its coarse sweep runs whole past it: the budget bounds the
+#                 refining launches after it)
+#   TUNE_MAX      the tuner's --max (8M: twice the grid's largest size; at 64M, its default, the 64 KiB segments'
+#                 64 MiB calls took about 880 s of a 16 x 4 sweep on this machine, 8M took the whole tuning to 3-4 min)
 #   MODEL_NODES, MODEL_PPN, MODEL_SIZES   the modelled grid (16,64,256,1024 / 1,4,16,28 / 8,64K,1M,4M)
 #   MIN_FREE_GB   skip a layout of 256 nodes or more when `free -g` shows less available (12)
 #   NICE (19); ARSHIM (the arshim command, default $ARSHIM_BUILD_DIR/tools/arshim); ARSHIM_BUILD_DIR (build).
@@ -83,7 +85,7 @@ for network in ${NETWORKS:-ideal edr}; do
         note "tune $flavor on a simulated $layout on $network"
         start=$(date +%s)
         nice -n "$NICE" "$ARSHIM" tune --simulate "--nodes ${layout%x*} --ppn ${layout#*x} --network $network" \
-          --mpi "$flavor" --budget "${TUNE_BUDGET:-5m}" --out "$table" >>"$OUT/log.txt" 2>&1 \
+          --mpi "$flavor" --budget "${TUNE_BUDGET:-5m}" --max "${TUNE_MAX:-8M}" --out "$table" >>"$OUT/log.txt" 2>&1 \
           || note "tune $flavor on $layout failed (log.txt)"
         note "tuned in $(( $(date +%s) - start )) s"
       fi
