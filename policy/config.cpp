@@ -44,14 +44,17 @@ const std::array<OptionSpec, kOptionCount> kOptions = {{
      "Multi-leader path: leaders per node, clamped to 1..ppn (0 = policy)."},
     {OptionId::pipeline_k, "ARSHIM_PIPELINE_K", OptionType::integer, "0", nullptr, 0, 1024,
      "Multi-leader path: pieces each inter-node allreduce is pipelined in (0 = policy)."},
-    {OptionId::internode, "ARSHIM_INTERNODE", OptionType::choice, "auto", "auto|library|ring|doubling", 0, 0,
+    {OptionId::internode, "ARSHIM_INTERNODE", OptionType::choice, "auto", "auto|library|ring|doubling|rabenseifner", 0, 0,
      "Latency and multi-leader paths across nodes: how each leader reduces its vector or partition with the other "
      "nodes' leaders. library: the MPI library's allreduce (k pieces with ARSHIM_PIPELINE_K); ring: ARShim's ring "
      "(reduce-scatter then allgather, 2(h-1) steps, every node sends 2(h-1)/h of the partition, ARShim's kernels); "
-     "doubling: ARShim's recursive doubling (log2 h exchanges of the whole partition, ARShim's kernels); auto: the "
-     "ring where the node count is not a power of two and at most 7 and a partition holds at least 64 KiB, doubling "
-     "where the node's leaders send at most 4 KiB per exchange in all, else the library (docs/cluster.md \"Three nodes\", docs/scale.md "
-     "\"Small calls at hundreds of nodes\")."},
+     "doubling: ARShim's recursive doubling (log2 h exchanges of the whole partition, ARShim's kernels); "
+     "rabenseifner: ARShim's reduce-scatter by recursive halving then allgather by recursive doubling (2 log2 h "
+     "exchanges, 2(h-1)/h of the partition, ARShim's kernels); auto: the ring where the node count is not a power of "
+     "two and at most 7 and a partition holds at least 64 KiB, doubling where the node's leaders send at most 4 KiB "
+     "per exchange in all, rabenseifner from 8 nodes where Open MPI's own rules would send the whole partition at "
+     "every step and the node's leaders send at least 32 KiB, else the library (docs/cluster.md \"Three nodes\", "
+     "docs/scale.md \"Small calls at hundreds of nodes\", \"Third pass\")."},
     {OptionId::kernel_for_mpi, "ARSHIM_KERNEL_FOR_MPI", OptionType::choice, "auto", "auto|native|simd", 0, 0,
      "Op handed to MPI by the paths: the predefined op (native) or ARShim's SIMD op (simd); auto = policy."},
     {OptionId::library_bugs, "ARSHIM_LIBRARY_BUGS", OptionType::choice, "avoid", "avoid|ignore", 0, 0,

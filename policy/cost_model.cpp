@@ -267,6 +267,8 @@ Cost mpich_iallreduce(const MachineParams& m, const Layout& l, double n) {
     return rabenseifner(m, l, n);
 }
 
+}  // namespace
+
 // Open MPI 4.1.4 coll/tuned, ompi_coll_tuned_allreduce_intra_dec_fixed for commutative ops (the 4.1 tables made
 // with ompi-collectives-tuning): below comm size `below_size`, the algorithm for total bytes under each bound.
 // Algorithms: 2 nonoverlapping (reduce + bcast), 3 recursive doubling, 4 ring, 5 segmented ring, 6 rabenseifner.
@@ -300,6 +302,8 @@ int ompi_algorithm(int p, uint64_t bytes) {
     }
     return 6;
 }
+
+namespace {
 
 // Open MPI runs what the table picked, except that ring and Rabenseifner fall back to recursive doubling when the
 // vector has fewer elements than ranks (coll_base_allreduce.c). Segmented ring is costed as ring.
@@ -371,9 +375,10 @@ namespace {
 // the library's with k pieces in flight where k > 1 (the multi-leader path's pipeline_k).
 double internode_cost(const MachineParams& m, const Layout& leaders, double n, double k, Flavor flavor) {
     switch (internode_step_auto(static_cast<uint32_t>(leaders.nodes()), static_cast<uint64_t>(n),
-                                static_cast<uint32_t>(leaders.copies))) {
+                                static_cast<uint32_t>(leaders.copies), flavor)) {
     case InternodeStep::doubling: return recursive_doubling(m, leaders, n).total();
     case InternodeStep::ring: return ring(m, leaders, n).total();
+    case InternodeStep::rabenseifner: return rabenseifner(m, leaders, n).total();
     case InternodeStep::library: break;
     }
     return k <= 1 ? flat_allreduce(m, leaders, n, flavor).total() : segmented(m, leaders, n / k, k, n / k, k, flavor);

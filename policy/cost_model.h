@@ -46,7 +46,7 @@ inline bool internode_ring_auto(uint32_t nodes, uint64_t partition_bytes) {
 }
 
 // The inter-node step a partition takes (shim/paths/internode.h).
-enum class InternodeStep : uint8_t { library, ring, doubling };
+enum class InternodeStep : uint8_t { library, ring, doubling, rabenseifner };
 // ARSHIM_INTERNODE=auto takes ARShim's recursive doubling while a node sends at most this many bytes per exchange
 // (its partition times the leaders of the node that send theirs at once): log2 h latencies, where MPICH 4.0.2's
 // blocking allreduce takes 2 log2 h from 16 bytes (reduce-scatter + allgather once the count reaches the power of
@@ -56,12 +56,36 @@ enum class InternodeStep : uint8_t { library, ring, doubling };
 // vector, stays below it. Counted per node, not per leader: sixteen leaders of 4 KiB each share one link, and
 // there the library's fewer bytes won (the cost model at 16-1 024 nodes x 28 on `edr`, 64 KiB: 1.3-2.5x).
 inline constexpr uint64_t kInternodeDoublingMaxBytes = 4096;
-// ARSHIM_INTERNODE=auto for `leaders` concurrent partitions of `partition_bytes` per node: the ring where
-// internode_ring_auto says so, doubling for small ones, else the library.
-inline InternodeStep internode_step_auto(uint32_t nodes, uint64_t partition_bytes, uint32_t leaders = 1) {
+// Open MPI 4.1.4's allreduce algorithm for p ranks and a vector of `bytes` (coll/tuned's fixed rules,
+// ompi_coll_tuned_allreduce_intra_dec_fixed): 2 a binomial reduce then a broadcast, 3 recursive doubling, 4 ring,
+// 5 segmented ring, 6 Rabenseifner (reduce-scatter + allgather).
+int ompi_algorithm(int p, uint64_t bytes);
+// Whether the library's allreduce on `nodes` ranks (one leader per node) sends the whole partition at every step:
+// Open MPI 4.1's fixed rules take recursive doubling (8-15 ranks below 8 KiB, 16-31 below 4 KiB, 64-127 below
+// 256 KiB, 128-255 at 128-256 KiB, 512-2 047 at 2-16 KiB) or a reduce then a broadcast (128-255 ranks below 128 KiB,
+// 256-511 below 4 KiB, 512 and more below 2 KiB), log2 h whole vectors through each node's link where MPICH 4.0.2
+// reduce-scatters and allgathers, 2n(h-1)/h in all. Only from 8 nodes (below, either is a step or two).
+inline bool library_sends_whole_vectors(Flavor flavor, uint32_t nodes, uint64_t partition_bytes) {
+    if (flavor != Flavor::openmpi || nodes < 8) return false;
+    const int algorithm = ompi_algorithm(static_cast<int>(nodes), partition_bytes);
+    return algorithm == 2 || algorithm == 3;
+}
+// There ARSHIM_INTERNODE=auto takes ARShim's reduce-scatter + allgather once a node sends this much per step (its
+// leaders' partitions together): log2 h whole vectors cost (log2 h - 2) n / B more bytes against log2 h more
+// latencies, which pays from about log2 h alpha B / (log2 h - 2), 16-25 KB for 16-1 024 nodes on an EDR link
+// (alpha B ~ 12 KB). At 64 x 28 on `edr`, 64 KiB, sixteen leaders of 4 KiB on Open MPI's step simulated 181.5 us
+// against MPICH's own allreduce's 144.7 (docs/scale.md "Third pass").
+inline constexpr uint64_t kInternodeRabenseifnerMinBytes = 32 * 1024;
+// ARSHIM_INTERNODE=auto for `leaders` concurrent partitions of `partition_bytes` per node over `flavor`'s library:
+// the ring where internode_ring_auto says so, doubling for small ones, ARShim's reduce-scatter + allgather where the
+// library would send whole vectors, else the library.
+inline InternodeStep internode_step_auto(uint32_t nodes, uint64_t partition_bytes, uint32_t leaders, Flavor flavor) {
     if (nodes < 2) return InternodeStep::library;
     if (internode_ring_auto(nodes, partition_bytes)) return InternodeStep::ring;
-    if (partition_bytes * (leaders > 0 ? leaders : 1) <= kInternodeDoublingMaxBytes) return InternodeStep::doubling;
+    const uint64_t node_bytes = partition_bytes * (leaders > 0 ? leaders : 1);
+    if (node_bytes <= kInternodeDoublingMaxBytes) return InternodeStep::doubling;
+    if (node_bytes >= kInternodeRabenseifnerMinBytes && library_sends_whole_vectors(flavor, nodes, partition_bytes))
+        return InternodeStep::rabenseifner;
     return InternodeStep::library;
 }
 

@@ -19,7 +19,7 @@ namespace arshim {
 // ARSHIM_REPRODUCIBLE (docs/reproducible.md).
 enum class ReproducibleMode : uint8_t { off, layout, any_np };
 // ARSHIM_INTERNODE: how the latency and multi-leader paths' leaders reduce across nodes (shim/paths/internode.h).
-enum class InternodeMode : uint8_t { automatic, library, ring, doubling };
+enum class InternodeMode : uint8_t { automatic, library, ring, doubling, rabenseifner };
 // ARSHIM_SHARP.
 enum class SharpMode : uint8_t { automatic, on, off };
 

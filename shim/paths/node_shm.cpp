@@ -199,18 +199,19 @@ void report_phase_times(int world_rank) {
     if (trace::on())  // the counts as data; the line below is for people
         trace::event("phases", {{"calls", t.calls}, {"chunks", t.chunks}, {"internode_steps", t.internode_steps},
                                 {"ring_steps", t.ring_steps}, {"doubling_steps", t.doubling_steps},
-                                {"sleeps", t.sleeps}});
+                                {"rabenseifner_steps", t.rabenseifner_steps}, {"sleeps", t.sleeps}});
     const double total = t.copy_in + t.wait_inputs + t.reduce + t.internode + t.wait_results + t.copy_out;
     auto ms = [](double s) { return s * 1e3; };
     std::fprintf(stderr,
                  "arshim[%d] phases (node protocol, %llu calls, %llu chunks, %.1f ms): copy in %.1f ms, wait for "
                  "inputs %.1f ms, reduce %.1f ms, inter-node %.1f ms, wait for results %.1f ms, copy out %.1f ms; "
-                 "inter-node steps %llu, on ARShim's ring %llu, by ARShim's recursive doubling %llu; sleeps %llu\n",
+                 "inter-node steps %llu, on ARShim's ring %llu, by ARShim's recursive doubling %llu, by ARShim's "
+                 "reduce-scatter + allgather %llu; sleeps %llu\n",
                  world_rank, static_cast<unsigned long long>(t.calls), static_cast<unsigned long long>(t.chunks),
                  ms(total), ms(t.copy_in), ms(t.wait_inputs), ms(t.reduce), ms(t.internode), ms(t.wait_results),
                  ms(t.copy_out), static_cast<unsigned long long>(t.internode_steps),
                  static_cast<unsigned long long>(t.ring_steps), static_cast<unsigned long long>(t.doubling_steps),
-                 static_cast<unsigned long long>(t.sleeps));
+                 static_cast<unsigned long long>(t.rabenseifner_steps), static_cast<unsigned long long>(t.sleeps));
 }
 
 namespace {

@@ -208,7 +208,7 @@ struct PhaseTimes {
     double copy_in = 0, wait_inputs = 0, reduce = 0, internode = 0, wait_results = 0, copy_out = 0;
     uint64_t chunks = 0, calls = 0;
     // The latency and multi-leader paths' inter-node steps, and those on ARShim's ring and recursive doubling.
-    uint64_t internode_steps = 0, ring_steps = 0, doubling_steps = 0;
+    uint64_t internode_steps = 0, ring_steps = 0, doubling_steps = 0, rabenseifner_steps = 0;
     uint64_t sleeps = 0;                           // waits that went to sleep (wait_sleeping)
 };
 extern PhaseTimes g_phase_times;  // the calling threads' sums (a debug aid: unsynchronized across threads)
@@ -220,6 +220,7 @@ inline void count_internode_step(const WaitPolicy& wait, policy::model::Internod
     ++g_phase_times.internode_steps;
     g_phase_times.ring_steps += step == policy::model::InternodeStep::ring ? 1 : 0;
     g_phase_times.doubling_steps += step == policy::model::InternodeStep::doubling ? 1 : 0;
+    g_phase_times.rabenseifner_steps += step == policy::model::InternodeStep::rabenseifner ? 1 : 0;
 }
 
 class PhaseClock {

@@ -108,7 +108,7 @@ class Harness:
     def check_internode_steps(self, name, np, path, ppn, settings, args, kind, taken):
         """test/mpi/check_allreduce on `np` ranks in virtual nodes of `ppn`, `path` forced, with `settings`: every
         result right, some inter-node step counted (ARSHIM_PHASE_TIMES' "phases" events, summed over every rank), and
-        some (`taken`) or none of them counted as `kind` ("ring_steps", "doubling_steps")."""
+        some (`taken`) or none of them counted as `kind` ("ring_steps", "doubling_steps", "rabenseifner_steps")."""
         env = {"CHECK_FLAVOR": self.flavor, "CHECK_EXPECT_SHIM": 1, "CHECK_NO_LIBRARY_BUGS": 1,
                "CHECK_EXPECT_PATH": path, "ARSHIM_PATH": path, "ARSHIM_VIRTUAL_PPN": ppn, "ARSHIM_PHASE_TIMES": 1,
                **settings}

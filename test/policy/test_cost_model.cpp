@@ -235,7 +235,7 @@ bool straddles_iallreduce_switch(const Decision& d, Flavor flavor, const Shape& 
     // the whole vector sent log2 h times costs more than the library's 2 n well before 4 KiB).
     if (d.path() == Path::multileader && s.nodes > 1 && s.ppn > 1) {
         const uint64_t l = std::min<uint64_t>(param(d, "leaders"), s.ppn);
-        if (internode_step_auto(s.nodes, a / l, l) != internode_step_auto(s.nodes, b / l, l)) return true;
+        if (internode_step_auto(s.nodes, a / l, l, flavor) != internode_step_auto(s.nodes, b / l, l, flavor)) return true;
     }
     uint64_t sa = 0, sb = 0, p = 1;
     if (d.path() == Path::pipelined) {
@@ -360,13 +360,47 @@ TEST_CASE("the model ranks paths plausibly", "[model]") {
 
 TEST_CASE("small vectors and partitions across nodes: ARShim's recursive doubling", "[model]") {
     // The shim's rule (ARSHIM_INTERNODE=auto, shim/paths/internode.cpp), shared with the model.
-    CHECK(internode_step_auto(2, 8) == InternodeStep::doubling);
-    CHECK(internode_step_auto(1024, kInternodeDoublingMaxBytes) == InternodeStep::doubling);
-    CHECK(internode_step_auto(1024, kInternodeDoublingMaxBytes + 1) == InternodeStep::library);
-    CHECK(internode_step_auto(3, 64 * 1024) == InternodeStep::ring);  // the ring's rule first
-    CHECK(internode_step_auto(1, 8) == InternodeStep::library);       // one node: no step
-    CHECK(internode_step_auto(16, 4096, 16) == InternodeStep::library);  // 16 leaders: 64 KiB leave the node
-    CHECK(internode_step_auto(16, 256, 16) == InternodeStep::doubling);
+    for (const Flavor f : {Flavor::mpich, Flavor::openmpi}) {
+        CHECK(internode_step_auto(2, 8, 1, f) == InternodeStep::doubling);
+        CHECK(internode_step_auto(1024, kInternodeDoublingMaxBytes, 1, f) == InternodeStep::doubling);
+        CHECK(internode_step_auto(3, 64 * 1024, 1, f) == InternodeStep::ring);  // the ring's rule first
+        CHECK(internode_step_auto(1, 8, 1, f) == InternodeStep::library);       // one node: no step
+        CHECK(internode_step_auto(16, 4096, 16, f) == InternodeStep::library);  // 16 leaders: 64 KiB leave the node
+        CHECK(internode_step_auto(16, 256, 16, f) == InternodeStep::doubling);
+    }
+    CHECK(internode_step_auto(1024, kInternodeDoublingMaxBytes + 1, 1, Flavor::mpich) == InternodeStep::library);
+}
+
+TEST_CASE("partitions Open MPI would send whole at every step: ARShim's reduce-scatter + allgather", "[model]") {
+    // Open MPI 4.1's fixed rules at 64-127 ranks below 256 KiB: recursive doubling; 1 024-2 047 ranks at 2-16 KiB
+    // too; 256-511 ranks below 4 KiB a reduce then a broadcast. MPICH reduce-scatters there: its own step stays.
+    CHECK(ompi_algorithm(64, 4096) == 3);
+    CHECK(ompi_algorithm(1024, 4096) == 3);
+    CHECK(ompi_algorithm(256, 2048) == 2);
+    CHECK(ompi_algorithm(16, 4096) == 6);
+    // 64 x 28, 64 KiB: sixteen leaders of 4 KiB (64 KiB a node per step)
+    CHECK(internode_step_auto(64, 4096, 16, Flavor::openmpi) == InternodeStep::rabenseifner);
+    CHECK(internode_step_auto(64, 4096, 16, Flavor::mpich) == InternodeStep::library);
+    CHECK(internode_step_auto(1024, 4096, 16, Flavor::openmpi) == InternodeStep::rabenseifner);
+    CHECK(internode_step_auto(256, 2048, 16, Flavor::openmpi) == InternodeStep::rabenseifner);
+    // Open MPI's own is Rabenseifner at 16 ranks from 4 KiB, and above 256 KiB at 64: the library's step.
+    CHECK(internode_step_auto(16, 4096, 16, Flavor::openmpi) == InternodeStep::library);
+    CHECK(internode_step_auto(64, 512 * 1024, 1, Flavor::openmpi) == InternodeStep::library);
+    // Below 32 KiB a node, the whole vectors' bytes cost less than Rabenseifner's extra latencies: the library's.
+    CHECK(internode_step_auto(64, 16 * 1024, 1, Flavor::openmpi) == InternodeStep::library);
+    CHECK(internode_step_auto(64, 32 * 1024, 1, Flavor::openmpi) == InternodeStep::rabenseifner);
+    // Below 8 nodes (the rig's measured rules): the library's.
+    CHECK(internode_step_auto(4, 64 * 1024, 1, Flavor::openmpi) == InternodeStep::library);
+    CHECK(!library_sends_whole_vectors(Flavor::openmpi, 4, 64 * 1024));
+    CHECK(library_sends_whole_vectors(Flavor::openmpi, 8, 4096));
+    CHECK(!library_sends_whole_vectors(Flavor::mpich, 64, 4096));
+    // The model prices the step the shim takes: at 64 x 28, 64 KiB on an EDR-like machine, sixteen leaders on
+    // ARShim's step cost less than on Open MPI's recursive doubling.
+    MachineParams m = hand();
+    m.alpha = 1e-6, m.net_bw = 12.5e9;
+    const Shape s{64 * 1024, 28, 64};
+    const double ours = predict(m, s, multileader(16, 1), Flavor::openmpi);
+    CHECK(ours == Approx(predict(m, s, multileader(16, 1), Flavor::mpich)).epsilon(0.05));
     // The latency path at 4 nodes x 1, 8 B: the input copied (8 B at 1 ns) and two exchanges of alpha + 8 * 10 ns,
     // each reducing 8 B at 0.5 ns: 8e-9 + 2 * 1.0084e-5 = 2.0176e-5, under either library (its own allreduce is not
     // asked).
