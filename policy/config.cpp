@@ -44,7 +44,8 @@ const std::array<OptionSpec, kOptionCount> kOptions = {{
      "Multi-leader path: leaders per node, clamped to 1..ppn (0 = policy)."},
     {OptionId::pipeline_k, "ARSHIM_PIPELINE_K", OptionType::integer, "0", nullptr, 0, 1024,
      "Multi-leader path: pieces each inter-node allreduce is pipelined in (0 = policy)."},
-    {OptionId::internode, "ARSHIM_INTERNODE", OptionType::choice, "auto", "auto|library|ring|doubling|rabenseifner", 0, 0,
+    {OptionId::internode, "ARSHIM_INTERNODE", OptionType::choice, "auto",
+     "auto|library|ring|doubling|rabenseifner", 0, 0,
      "Latency and multi-leader paths across nodes: how each leader reduces its vector or partition with the other "
      "nodes' leaders. library: the MPI library's allreduce (k pieces with ARSHIM_PIPELINE_K); ring: ARShim's ring "
      "(reduce-scatter then allgather, 2(h-1) steps, every node sends 2(h-1)/h of the partition, ARShim's kernels); "

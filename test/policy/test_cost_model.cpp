@@ -235,7 +235,8 @@ bool straddles_iallreduce_switch(const Decision& d, Flavor flavor, const Shape& 
     // the whole vector sent log2 h times costs more than the library's 2 n well before 4 KiB).
     if (d.path() == Path::multileader && s.nodes > 1 && s.ppn > 1) {
         const uint64_t l = std::min<uint64_t>(param(d, "leaders"), s.ppn);
-        if (internode_step_auto(s.nodes, a / l, l, flavor) != internode_step_auto(s.nodes, b / l, l, flavor)) return true;
+        if (internode_step_auto(s.nodes, a / l, l, flavor) != internode_step_auto(s.nodes, b / l, l, flavor))
+            return true;
     }
     uint64_t sa = 0, sb = 0, p = 1;
     if (d.path() == Path::pipelined) {
