@@ -48,7 +48,7 @@ int doubling_allreduce(char* data, std::size_t count, const Call& call, MPI_Comm
 // member; a member count that is not a power of two folds pairs as the doubling does.
 int rabenseifner_allreduce(char* data, std::size_t count, const Call& call, MPI_Comm comm, char* scratch);
 
-// The step `step` over `comm` (the library's allreduce in place, or one of the two above).
+// The step `step` over `comm` (the library's allreduce in place, or one of ARShim's above).
 int run_internode_step(InternodeStep step, char* data, std::size_t count, const Call& call, MPI_Comm comm,
                        char* scratch);
 
