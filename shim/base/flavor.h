@@ -5,7 +5,10 @@
 // choices made for one library's algorithms (Open MPI's libnbc in-place trap, its fast 16-byte allreduce).
 #pragma once
 
+#include <cstring>
 #include <string>
+
+#include "policy/box.h"
 
 namespace arshim {
 
@@ -28,5 +31,17 @@ const char* smpi_selector_flavor();
 #endif
 
 inline const char* library_name(Library l) { return l == Library::openmpi ? "openmpi" : "mpich"; }
+
+// The library whose algorithms the policy and the cost model reason about (the leaders' inter-node step, the
+// candidates online tuning tries): the one this library serves, or under SMPI the collective selector's.
+inline policy::Flavor policy_flavor() {
+#if defined(ARSHIM_FLAVOR_SMPI)
+    static const policy::Flavor flavor =
+        std::strcmp(smpi_selector_flavor(), "openmpi") == 0 ? policy::Flavor::openmpi : policy::Flavor::mpich;
+    return flavor;
+#else
+    return library() == Library::openmpi ? policy::Flavor::openmpi : policy::Flavor::mpich;
+#endif
+}
 
 }  // namespace arshim

@@ -411,11 +411,8 @@ void initialize(bool collective) {
 }  // namespace
 
 const char* mpi_flavor() {
-#if defined(ARSHIM_FLAVOR_SMPI)
-    return smpi_selector_flavor();
-#else
-    return library_name(library());  // shim/base/flavor.h (libarshim-abi.so: the library behind the ABI)
-#endif
+    // shim/base/flavor.h (libarshim-abi.so: the library behind the ABI; SMPI: the collective selector's)
+    return policy::flavor_name(policy_flavor());
 }
 
 void finalize_now() { finalize_callback(MPI_COMM_SELF, MPI_KEYVAL_INVALID, nullptr, nullptr); }

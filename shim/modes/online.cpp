@@ -92,7 +92,7 @@ policy::tune::KeyFacts key_facts(const PathContext& ctx, uint64_t bytes) {
     f.ppn_min = ctx.ppn_min;
     f.ppn_max = ctx.ppn_max;
     f.nodes = ctx.node_count;
-    f.flavor = library() == Library::openmpi ? policy::Flavor::openmpi : policy::Flavor::mpich;  // base/flavor.h
+    f.flavor = policy_flavor();  // base/flavor.h (under SMPI the selector's, as for the policy's rules)
     return f;
 }
 

@@ -1,8 +1,6 @@
 // ARShim's own inter-node steps (shim/paths/internode.h).
 #include "shim/paths/internode.h"
 
-#include <cstring>
-
 #include "shim/base/flavor.h"
 #include "shim/base/sim_charge.h"
 
@@ -13,18 +11,6 @@ namespace {
 constexpr int kRingTag = 0x4152;      // the leader communicators are ARShim's own: no user message can match
 constexpr int kDoublingTag = 0x4153;  // (a separate tag per step keeps a mix-up between them loud, not silent)
 constexpr int kRabenseifnerTag = 0x4154;
-
-// The library whose allreduce the leaders would otherwise call: the one this library serves, or under SMPI the
-// collective selector's (shim/base/flavor.h). Read once; the same on every rank.
-policy::Flavor step_flavor() {
-#if defined(ARSHIM_FLAVOR_SMPI)
-    static const policy::Flavor flavor =
-        std::strcmp(smpi_selector_flavor(), "openmpi") == 0 ? policy::Flavor::openmpi : policy::Flavor::mpich;
-    return flavor;
-#else
-    return library() == Library::openmpi ? policy::Flavor::openmpi : policy::Flavor::mpich;
-#endif
-}
 
 // A member count h as pof2 = 2^floor(log2 h) continuing members: the pairs (2i, 2i+1), i < h - pof2, fold into
 // the odd one, which continues as number i; members from 2 (h - pof2) on continue as r - (h - pof2) (as MPICH does).
@@ -85,7 +71,7 @@ InternodeStep internode_step(InternodeMode mode, int nodes, uint64_t partition_b
     case InternodeMode::automatic: break;
     }
     return policy::model::internode_step_auto(static_cast<uint32_t>(nodes > 0 ? nodes : 1), partition_bytes,
-                                              static_cast<uint32_t>(leaders > 0 ? leaders : 1), step_flavor());
+                                              static_cast<uint32_t>(leaders > 0 ? leaders : 1), policy_flavor());
 }
 
 // A reduce-scatter then an allgather, h-1 steps each, so every node sends and receives 2(h-1)/h of the partition,
